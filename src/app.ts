@@ -1,0 +1,111 @@
+import crypto from 'node:crypto';
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import authPlugin from './platform/http/auth.ts';
+import idempotencyPlugin from './platform/http/idempotency.ts';
+import { registerErrorHandling } from './platform/http/error-handler.ts';
+import { ErrorBody } from './platform/http/schemas.ts';
+import type { App, AppDeps } from './platform/http/types.ts';
+import { authenticate } from './modules/api-keys/api-keys.service.ts';
+import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
+import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
+import { meRoutes } from './modules/me/me.routes.ts';
+import { systemRoutes } from './modules/system/system.routes.ts';
+import { loggerOptions } from './platform/logging.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export interface BuildAppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/**
+ * Two validators: URL parts (query, params, headers) arrive as text and are coerced to their declared
+ * types; bodies are JSON and are validated as sent, so `"1"` is not an integer there.
+ */
+function validators() {
+  const common = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false } as const;
+  const url = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
+  const body = addFormats(new Ajv({ ...common, coerceTypes: false }));
+  for (const ajv of [url, body]) ajv.addKeyword({ keyword: 'x-examples' });
+  return { url, body };
+}
+
+/** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
+export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
+  const app = Fastify({
+    logger: options.logger ?? loggerOptions(deps.config.logLevel),
+    bodyLimit: deps.config.bodyLimitBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
+    },
+    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  const ajv = validators();
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema),
+  );
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('X-Request-Id', request.id);
+  });
+
+  registerErrorHandling(app);
+  app.addSchema(ErrorBody);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Remit API',
+        version: '0.1.0',
+        description:
+          'Invoices, collections email, work tasks and human-in-the-loop approvals, agents, knowledge, metrics and search. ' +
+          'Every error answers the ErrorBody schema.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer rk_live_…' },
+        },
+      },
+      security: [{ bearerAuth: [] }],
+    },
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+
+  const lastUsed = new LastUsedRecorder(deps.database.db, (error) =>
+    app.log.warn({ err: error }, 'last_used_at write failed'),
+  );
+  app.decorate('lastUsed', lastUsed);
+  app.addHook('onClose', async () => lastUsed.close());
+
+  await app.register(authPlugin, {
+    authenticate: (key) => authenticate(deps.database.db, deps.config.apiKeyPepper, key),
+    rateLimiter: deps.rateLimiter,
+    onAuthenticated: (principal) => lastUsed.mark(principal.apiKeyUid),
+  });
+  await app.register(idempotencyPlugin, { db: deps.database.db });
+
+  await systemRoutes(app, deps);
+  await meRoutes(app);
+  await apiKeyRoutes(app, deps);
+
+  return app;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    lastUsed: LastUsedRecorder;
+  }
+}

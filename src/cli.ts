@@ -1,0 +1,147 @@
+import { parseArgs } from 'node:util';
+import { ConfigError, loadConfig } from './config.ts';
+import { DataDirLockedError } from './platform/db/lock.ts';
+import { AppError } from './platform/http/errors.ts';
+import { openMigratedDatabase } from './platform/runtime.ts';
+import { addUserToOrganization, initOrganization } from './modules/tenancy/tenancy.service.ts';
+
+const USAGE = `Usage: remit <command> [options]
+
+Commands:
+  init --org NAME --email EMAIL [--name FULL_NAME]
+      Create an organization, its admin user and a full-access API key.
+  users create --org ORG_UID --email EMAIL [--name FULL_NAME] [--role admin|member]
+      Add a user (or a new membership for an existing email) with a full-access API key.
+  migrate
+      Apply database migrations.
+
+Every command takes --json: one JSON object on stdout and nothing else there.
+Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/configuration.md).`;
+
+class UsageError extends Error {}
+
+interface Output {
+  json: boolean;
+  result(value: Record<string, unknown>, human: string): void;
+}
+
+function required(values: Record<string, unknown>, name: string): string {
+  const value = values[name];
+  if (typeof value !== 'string' || value.trim() === '') throw new UsageError(`--${name} is required`);
+  return value;
+}
+
+async function withDatabase<T>(
+  command: string,
+  fn: (db: Awaited<ReturnType<typeof openMigratedDatabase>>) => Promise<T>,
+) {
+  const config = loadConfig();
+  const opened = await openMigratedDatabase(config, command);
+  try {
+    return { config, result: await fn(opened) };
+  } finally {
+    await opened.close();
+  }
+}
+
+async function run(argv: string[], out: Output): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      json: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
+      org: { type: 'string' },
+      email: { type: 'string' },
+      name: { type: 'string' },
+      role: { type: 'string' },
+    },
+  });
+  const [command, sub] = positionals;
+  if (values.help || !command) {
+    process.stderr.write(`${USAGE}\n`);
+    if (!command && !values.help) throw new UsageError('No command given');
+    return;
+  }
+  const config = loadConfig();
+  const pepper = config.apiKeyPepper;
+
+  if (command === 'init') {
+    const org = required(values, 'org');
+    const email = required(values, 'email');
+    const { result } = await withDatabase('remit init', ({ database }) =>
+      initOrganization(database.db, pepper, { organizationName: org, email, fullName: values.name }),
+    );
+    out.result(
+      result,
+      `Organization ${result.organization_uid}\nAdmin user   ${result.user_uid}\nAPI key      ${result.api_key}\n\nKeep the key: it is shown only once.`,
+    );
+    return;
+  }
+  if (command === 'users' && sub === 'create') {
+    const org = required(values, 'org');
+    const email = required(values, 'email');
+    const role = values.role ?? 'member';
+    if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
+    const { result } = await withDatabase('remit users create', ({ database }) =>
+      addUserToOrganization(database.db, pepper, {
+        organizationUid: org,
+        email,
+        fullName: values.name,
+        role,
+      }),
+    );
+    out.result(
+      result,
+      `User    ${result.user_uid}\nAPI key ${result.api_key}\n\nKeep the key: it is shown only once.`,
+    );
+    return;
+  }
+  if (command === 'migrate') {
+    const { result } = await withDatabase('remit migrate', async ({ appliedMigrations, database }) => ({
+      engine: database.kind,
+      applied: appliedMigrations,
+    }));
+    out.result(
+      result,
+      result.applied.length > 0 ? `Applied: ${result.applied.join(', ')}` : 'The database is up to date.',
+    );
+    return;
+  }
+  throw new UsageError(`Unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
+}
+
+const argv = process.argv.slice(2);
+const json = argv.includes('--json');
+const out: Output = {
+  json,
+  result(value, human) {
+    process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+  },
+};
+
+run(argv, out)
+  .then(() => process.exit(0))
+  .catch((error: unknown) => {
+    const known =
+      error instanceof UsageError ||
+      error instanceof DataDirLockedError ||
+      error instanceof ConfigError ||
+      error instanceof AppError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
+    const message = error instanceof Error ? error.message : String(error);
+    const code =
+      error instanceof AppError
+        ? error.code
+        : error instanceof DataDirLockedError
+          ? 'data_dir_locked'
+          : error instanceof UsageError
+            ? 'usage'
+            : 'failed';
+    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+    process.stderr.write(
+      `remit: ${known ? message : error instanceof Error ? (error.stack ?? message) : message}\n`,
+    );
+    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
+    process.exit(error instanceof UsageError ? 2 : 1);
+  });

@@ -1,0 +1,88 @@
+import path from 'node:path';
+
+/**
+ * Every setting the service reads, parsed once at start. This is the only module that touches
+ * `process.env`; everything else receives a `Config`.
+ */
+export interface Config {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** PostgreSQL connection string; undefined means embedded PGlite under `dataDir`. */
+  databaseUrl: string | undefined;
+  /** Milliseconds before a statement is cancelled (answered 503). */
+  statementTimeoutMs: number;
+  databasePoolSize: number;
+  rateLimitMax: number;
+  rateLimitWindowS: number;
+  redisUrl: string | undefined;
+  /** Optional server-side secret mixed into API key hashes (HMAC-SHA-256 instead of SHA-256). */
+  apiKeyPepper: string | undefined;
+  logLevel: string;
+  /** Run background workers in this process (the API server does by default). */
+  runWorkers: boolean;
+  /** Public base address used in links the service hands out (pagination links, download URLs). */
+  publicBaseUrl: string;
+  allowPrivateNetworkTargets: boolean;
+  bodyLimitBytes: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function integer(
+  env: Env,
+  name: string,
+  fallback: number,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(`${name} must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}`);
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (['1', 'true', 'yes', 'on'].includes(raw.toLowerCase())) return true;
+  if (['0', 'false', 'no', 'off'].includes(raw.toLowerCase())) return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+function optional(env: Env, name: string): string | undefined {
+  const raw = env[name];
+  return raw === undefined || raw.trim() === '' ? undefined : raw.trim();
+}
+
+function postgresUrl(env: Env, name: string): string | undefined {
+  const url = optional(env, name);
+  if (url && !/^postgres(ql)?:\/\//.test(url)) throw new ConfigError(`${name} must start with postgres://`);
+  return url;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const port = integer(env, 'PORT', 3000, 0, 65535);
+  const host = optional(env, 'HOST') ?? '127.0.0.1';
+  return {
+    port,
+    host,
+    dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './data'),
+    databaseUrl: postgresUrl(env, 'DATABASE_URL'),
+    statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 10_000, 100),
+    databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 600, 1),
+    rateLimitWindowS: integer(env, 'RATE_LIMIT_WINDOW_S', 60, 1),
+    redisUrl: optional(env, 'REDIS_URL'),
+    apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
+    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    runWorkers: boolean(env, 'RUN_WORKERS', true),
+    publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
+    allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
+    bodyLimitBytes: 1024 * 1024,
+  };
+}

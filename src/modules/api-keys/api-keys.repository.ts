@@ -1,0 +1,125 @@
+import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
+import type { DbOrTx } from '../../platform/db/client.ts';
+import { rawQuery } from '../../platform/db/client.ts';
+import { apiKeys } from './api-keys.tables.ts';
+
+export type ApiKeyRow = typeof apiKeys.$inferSelect;
+
+export async function insertApiKey(db: DbOrTx, values: typeof apiKeys.$inferInsert): Promise<ApiKeyRow> {
+  const [row] = await db.insert(apiKeys).values(values).returning();
+  return row!;
+}
+
+export async function findApiKey(db: DbOrTx, organizationUid: string, uid: string, userUid?: string) {
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(
+      and(
+        eq(apiKeys.organizationUid, organizationUid),
+        eq(apiKeys.uid, uid),
+        userUid ? eq(apiKeys.userUid, userUid) : undefined,
+      ),
+    );
+  return row;
+}
+
+export async function findApiKeyInOrganizations(db: DbOrTx, organizationUids: string[], uid: string) {
+  if (organizationUids.length === 0) return undefined;
+  const [row] = await db
+    .select()
+    .from(apiKeys)
+    .where(and(inArray(apiKeys.organizationUid, organizationUids), eq(apiKeys.uid, uid)));
+  return row;
+}
+
+export async function listApiKeys(
+  db: DbOrTx,
+  organizationUid: string,
+  options: { userUid?: string | undefined; limit: number; offset: number },
+): Promise<{ rows: ApiKeyRow[]; total: number }> {
+  const where = and(
+    eq(apiKeys.organizationUid, organizationUid),
+    options.userUid ? eq(apiKeys.userUid, options.userUid) : undefined,
+  );
+  const [rows, totals] = await Promise.all([
+    db
+      .select()
+      .from(apiKeys)
+      .where(where)
+      .orderBy(desc(apiKeys.createdAt), desc(apiKeys.uid))
+      .limit(options.limit)
+      .offset(options.offset),
+    db.select({ total: count() }).from(apiKeys).where(where),
+  ]);
+  return { rows, total: Number(totals[0]?.total ?? 0) };
+}
+
+/** Sets `revoked_at` once; revoking again keeps the first time. */
+export async function revokeApiKey(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<ApiKeyRow | undefined> {
+  await db
+    .update(apiKeys)
+    .set({ revokedAt: sql`now()`, updatedAt: sql`now()` })
+    .where(
+      and(eq(apiKeys.organizationUid, organizationUid), eq(apiKeys.uid, uid), isNull(apiKeys.revokedAt)),
+    );
+  return findApiKey(db, organizationUid, uid);
+}
+
+export interface AuthRow {
+  key_uid: string;
+  key_organization_uid: string;
+  key_hash: string;
+  scopes: string[] | null;
+  is_expired: boolean;
+  is_revoked: boolean;
+  user_uid: string;
+  user_id: number;
+  email: string;
+  full_name: string;
+  avatar_url: string | null;
+  memberships: {
+    organization_uid: string;
+    organization_name: string;
+    role: 'admin' | 'member';
+    is_default: boolean;
+  }[];
+}
+
+/**
+ * Everything authentication needs in one indexed read: the key by its hash, its user and the user's
+ * memberships. Expiry is judged by the database clock so every instance agrees.
+ */
+export async function findKeyForAuthentication(db: DbOrTx, keyHash: string): Promise<AuthRow | undefined> {
+  const rows = await rawQuery<AuthRow>(
+    db,
+    `select k.uid as key_uid, k.organization_uid as key_organization_uid, k.key_hash, k.scopes,
+            (k.expires_at is not null and k.expires_at <= now()) as is_expired,
+            (k.revoked_at is not null) as is_revoked,
+            u.uid as user_uid, u.id as user_id, u.email, u.full_name, u.avatar_url,
+            coalesce((select json_agg(json_build_object(
+                        'organization_uid', m.organization_uid, 'organization_name', o.name,
+                        'role', m.role, 'is_default', m.is_default) order by m.organization_uid)
+                      from memberships m join organizations o on o.uid = m.organization_uid
+                      where m.user_uid = u.uid), '[]'::json) as memberships
+       from api_keys k join users u on u.uid = k.user_uid
+      where k.key_hash = $1`,
+    [keyHash],
+  );
+  return rows[0];
+}
+
+/** At most one write a minute per key, whichever instance saw the use. */
+export async function touchLastUsed(db: DbOrTx, keyUids: string[]): Promise<void> {
+  if (keyUids.length === 0) return;
+  await rawQuery(
+    db,
+    `update api_keys set last_used_at = now()
+      where uid = any($1::uuid[]) and (last_used_at is null or last_used_at < now() - interval '1 minute')`,
+    [keyUids],
+  );
+}

@@ -1,0 +1,73 @@
+import { envelope } from '../../platform/http/envelope.ts';
+import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import {
+  ApiKey,
+  ApiKeyEnvelope,
+  ApiKeyListEnvelope,
+  ApiKeyParams,
+  CreateApiKeyBody,
+  ListApiKeysQuery,
+} from './api-keys.schemas.ts';
+import * as service from './api-keys.service.ts';
+
+export async function apiKeyRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const pepper = deps.config.apiKeyPepper;
+  app.addSchema(ApiKey);
+
+  app.post(
+    '/api/api-keys',
+    {
+      schema: {
+        tags: ['API keys'],
+        summary: 'Create an API key (the full key is returned once)',
+        body: CreateApiKeyBody,
+        response: { 200: ApiKeyEnvelope, ...errorResponses },
+      },
+      config: { scope: 'api_keys:write', idempotencyOmitDataField: 'key' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.body.organization_uid);
+      const key = await service.createApiKey(db, pepper, ctx, request.body);
+      return envelope(key, 'API key created');
+    },
+  );
+
+  app.get(
+    '/api/api-keys',
+    {
+      schema: {
+        tags: ['API keys'],
+        summary: "List the organization's API keys (admins: all; members: their own)",
+        querystring: ListApiKeysQuery,
+        response: { 200: ApiKeyListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'api_keys:read' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.query.organization_uid);
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await service.listApiKeys(db, ctx, page);
+      return envelope({ items, _meta: pageMeta(page, total) }, 'API keys');
+    },
+  );
+
+  app.delete(
+    '/api/api-keys/:uid',
+    {
+      schema: {
+        tags: ['API keys'],
+        summary: 'Revoke an API key (401 from the very next request)',
+        params: ApiKeyParams,
+        response: { 200: ApiKeyEnvelope, ...errorResponses },
+      },
+      config: { scope: 'api_keys:write' },
+    },
+    async (request) => {
+      const key = await service.revokeApiKey(db, request.principal!, request.id, request.params.uid);
+      return envelope(key, 'API key revoked');
+    },
+  );
+}

@@ -1,0 +1,49 @@
+import { Type } from 'typebox';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import { ErrorRef } from '../../platform/http/schemas.ts';
+
+export async function systemRoutes(app: App, deps: AppDeps) {
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['System'],
+        summary: 'Liveness',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+      },
+      config: { public: true },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
+
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['System'],
+        summary: 'Readiness: 200 when the database answers, else 503',
+        response: { 200: Type.Object({ status: Type.Literal('ok') }), 503: ErrorRef },
+      },
+      config: { public: true },
+    },
+    async (_request, reply) => {
+      try {
+        await deps.database.ping();
+        return { status: 'ok' as const };
+      } catch {
+        return reply.code(503).send({
+          status: 'error',
+          status_code: 503,
+          message: 'The database is not answering',
+          code: 'service_unavailable',
+        });
+      }
+    },
+  );
+
+  app.get(
+    '/api/openapi.json',
+    { schema: { tags: ['System'], summary: 'This OpenAPI 3.1 document' }, config: { public: true } },
+    async () => app.swagger(),
+  );
+}

@@ -1,0 +1,54 @@
+import { and, eq, sql } from 'drizzle-orm';
+import type { DbOrTx } from '../../platform/db/client.ts';
+import { memberships, organizations, users } from './tenancy.tables.ts';
+import type { Role } from '../api-keys/scopes.ts';
+
+export async function insertOrganization(db: DbOrTx, name: string) {
+  const [row] = await db.insert(organizations).values({ name }).returning();
+  return row!;
+}
+
+export async function findOrganization(db: DbOrTx, organizationUid: string) {
+  const [row] = await db.select().from(organizations).where(eq(organizations.uid, organizationUid));
+  return row;
+}
+
+export async function findUserByEmail(db: DbOrTx, email: string) {
+  const [row] = await db.select().from(users).where(eq(users.email, email));
+  return row;
+}
+
+export async function insertUser(db: DbOrTx, email: string, fullName: string) {
+  const [row] = await db.insert(users).values({ email, fullName }).returning();
+  return row!;
+}
+
+export async function findMembership(db: DbOrTx, organizationUid: string, userUid: string) {
+  const [row] = await db
+    .select()
+    .from(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)));
+  return row;
+}
+
+export async function insertMembership(
+  db: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+  role: Role,
+  isDefault: boolean,
+) {
+  const [row] = await db
+    .insert(memberships)
+    .values({ organizationUid, userUid, role, isDefault })
+    .returning();
+  return row!;
+}
+
+export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Promise<boolean> {
+  const rows = await db
+    .select({ one: sql<number>`1` })
+    .from(memberships)
+    .where(and(eq(memberships.userUid, userUid), eq(memberships.isDefault, true)));
+  return rows.length > 0;
+}

@@ -1,0 +1,66 @@
+import { sql } from 'drizzle-orm';
+import {
+  boolean,
+  index,
+  integer,
+  pgTable,
+  primaryKey,
+  text,
+  timestamp,
+  uniqueIndex,
+  uuid,
+} from 'drizzle-orm/pg-core';
+
+const timestamps = {
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+};
+
+export const organizations = pgTable('organizations', {
+  uid: uuid('uid')
+    .primaryKey()
+    .default(sql`gen_random_uuid()`),
+  name: text('name').notNull(),
+  ...timestamps,
+});
+
+export const users = pgTable(
+  'users',
+  {
+    uid: uuid('uid')
+      .primaryKey()
+      .default(sql`gen_random_uuid()`),
+    // Interface 2.11 and 2.13 expose integer user ids (comment actors, uploaders), so users carry both.
+    id: integer('id').generatedAlwaysAsIdentity().notNull(),
+    email: text('email').notNull(),
+    fullName: text('full_name').notNull().default(''),
+    avatarUrl: text('avatar_url'),
+    ...timestamps,
+  },
+  (t) => [uniqueIndex('users_id_key').on(t.id), uniqueIndex('users_email_key').on(t.email)],
+);
+
+export const memberships = pgTable(
+  'memberships',
+  {
+    organizationUid: uuid('organization_uid')
+      .notNull()
+      .references(() => organizations.uid),
+    userUid: uuid('user_uid')
+      .notNull()
+      .references(() => users.uid),
+    role: text('role', { enum: ['admin', 'member'] }).notNull(),
+    isDefault: boolean('is_default').notNull().default(false),
+    ...timestamps,
+  },
+  (t) => [
+    primaryKey({ columns: [t.organizationUid, t.userUid] }),
+    index('memberships_user_idx').on(t.userUid),
+    // A user has at most one default organization.
+    uniqueIndex('memberships_one_default_per_user')
+      .on(t.userUid)
+      .where(sql`${t.isDefault}`),
+  ],
+);
+
+export { timestamps };

@@ -1,0 +1,111 @@
+import { PGlite } from '@electric-sql/pglite';
+import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
+import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
+import { sql } from 'drizzle-orm';
+import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
+import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import type { ExtractTablesWithRelations } from 'drizzle-orm';
+import pg from 'pg';
+import * as schema from './schema.ts';
+
+export type Schema = typeof schema;
+export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
+/** Repositories take either the database or a transaction, so callers decide the transaction's extent. */
+export type DbOrTx = Db | Tx;
+
+export type EngineKind = 'pglite' | 'postgres';
+
+export interface Database {
+  kind: EngineKind;
+  db: Db;
+  /** Answers when the database does; used by /readyz. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+  /** PGlite only: a dump of the data directory (test fixtures). */
+  pglite?: PGlite;
+  pool?: pg.Pool;
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl?: string | undefined;
+  /** PGlite data directory; undefined means in memory. */
+  dataDir?: string | undefined;
+  /** A PGlite dump to start from (tests load one migrated dump per file). */
+  loadDataDir?: Blob | File | undefined;
+  statementTimeoutMs: number;
+  poolSize?: number;
+}
+
+// int8 (counts, sums of cents) as a JS number; values stay far below 2^53 for money in cents.
+pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
+pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
+
+const extensions = { pg_trgm, pgcrypto };
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  if (options.databaseUrl) {
+    const pool = new pg.Pool({
+      connectionString: options.databaseUrl,
+      max: options.poolSize ?? 10,
+      statement_timeout: options.statementTimeoutMs,
+      // A request never waits forever for a connection either.
+      connectionTimeoutMillis: 10_000,
+    });
+    // An idle client that errors (server restart) must not crash the process.
+    pool.on('error', () => undefined);
+    const db = drizzleNodePg(pool, { schema }) as unknown as Db;
+    return {
+      kind: 'postgres',
+      db,
+      pool,
+      ping: async () => {
+        await pool.query('select 1');
+      },
+      close: async () => {
+        await pool.end();
+      },
+    };
+  }
+  const lite = await PGlite.create({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    extensions,
+  });
+  await lite.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
+  const db = drizzlePglite(lite, { schema }) as unknown as Db;
+  return {
+    kind: 'pglite',
+    db,
+    pglite: lite,
+    ping: async () => {
+      await lite.query('select 1');
+    },
+    close: async () => {
+      if (!lite.closed) await lite.close();
+    },
+  };
+}
+
+interface RawClient {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+/**
+ * The driver client under a drizzle database or transaction (a PoolClient inside a node-postgres
+ * transaction, a PGlite Transaction inside a PGlite one). pg-boss sends its own SQL through it, so a
+ * job enqueued inside our transaction commits or rolls back with the rows that need it.
+ */
+export function rawClientOf(dbOrTx: DbOrTx): RawClient {
+  const session = (dbOrTx as unknown as { session: { client: RawClient } }).session;
+  return session.client;
+}
+
+export async function rawQuery<T>(dbOrTx: DbOrTx, text: string, values?: unknown[]): Promise<T[]> {
+  const client = rawClientOf(dbOrTx);
+  const result = values && values.length > 0 ? await client.query(text, values) : await client.query(text);
+  return result.rows as T[];
+}
+
+export { sql };

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import type { Database } from './client.ts';
+
+export const MIGRATIONS_DIR = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '../../../migrations',
+);
+
+interface Journal {
+  entries: { idx: number; tag: string }[];
+}
+
+export interface Migration {
+  tag: string;
+  statements: string[];
+}
+
+export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  const journal = JSON.parse(fs.readFileSync(path.join(dir, 'meta/_journal.json'), 'utf8')) as Journal;
+  return [...journal.entries]
+    .sort((a, b) => a.idx - b.idx)
+    .map(({ tag }) => ({
+      tag,
+      statements: fs
+        .readFileSync(path.join(dir, `${tag}.sql`), 'utf8')
+        .split('--> statement-breakpoint')
+        .map((s) => s.trim())
+        .filter((s) => s.length > 0),
+    }));
+}
+
+/**
+ * Applies the migrations drizzle-kit generated, in journal order, each in its own transaction, on
+ * either engine. An advisory lock makes concurrent starters (several API or worker processes) wait
+ * for one another instead of racing.
+ */
+export async function migrate(database: Database): Promise<string[]> {
+  const { db } = database;
+  const applied: string[] = [];
+  await db.transaction(async (tx) => {
+    await tx.execute(sql`select pg_advisory_xact_lock(727274)`);
+    await tx.execute(sql`create table if not exists remit_migrations (
+      tag text primary key,
+      applied_at timestamptz not null default now()
+    )`);
+    const done = await tx.execute(sql`select tag from remit_migrations`);
+    const doneTags = new Set((done as { rows: { tag: string }[] }).rows.map((r) => r.tag));
+    for (const migration of readMigrations()) {
+      if (doneTags.has(migration.tag)) continue;
+      for (const statement of migration.statements) await tx.execute(sql.raw(statement));
+      await tx.execute(sql`insert into remit_migrations (tag) values (${migration.tag})`);
+      applied.push(migration.tag);
+    }
+  });
+  return applied;
+}

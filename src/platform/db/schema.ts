@@ -1,0 +1,4 @@
+// The one schema: every table of every module, for drizzle-kit (migrations) and typed queries.
+export * from '../../modules/tenancy/tenancy.tables.ts';
+export * from '../../modules/api-keys/api-keys.tables.ts';
+export * from '../http/idempotency.tables.ts';

@@ -1,0 +1,93 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import fp from 'fastify-plugin';
+import type { Scope } from '../../modules/api-keys/scopes.ts';
+import { keyAllows, roleAllows } from '../../modules/api-keys/scopes.ts';
+import { contextFor, type Principal, type RequestContext } from './context.ts';
+import { AppError } from './errors.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** No API key needed (health, OpenAPI, docs, the storage upload endpoint). */
+    public?: boolean;
+    /** The scope a key must hold for this route. */
+    scope?: Scope;
+  }
+  interface FastifyRequest {
+    principal: Principal | null;
+    /** The tenant context of this call: the explicit organization when the route takes one. */
+    tenant(explicitOrganizationUid?: string | null): RequestContext;
+  }
+}
+
+export type Authenticator = (
+  key: string,
+) => Promise<{ ok: true; principal: Principal } | { ok: false; reason: string }>;
+
+export interface AuthOptions {
+  authenticate: Authenticator;
+  rateLimiter: RateLimiter;
+  /** Called after a successful authentication (records `last_used_at` off the request path). */
+  onAuthenticated?: (principal: Principal) => void;
+}
+
+const BEARER = /^Bearer (\S+)$/;
+
+// Every authentication failure answers the same body, so a caller learns nothing about which keys exist.
+const unauthorized = () =>
+  new AppError('unauthorized', 'Missing or invalid API key. Send "Authorization: Bearer <API key>".');
+
+async function authPlugin(app: FastifyInstance, options: AuthOptions) {
+  app.decorateRequest('principal', null);
+  app.decorateRequest('tenant', function (this: FastifyRequest, explicitOrganizationUid?: string | null) {
+    if (!this.principal) throw unauthorized();
+    const ctx = contextFor(this.principal, this.id, explicitOrganizationUid);
+    // The key may hold the route's scope while the user's role in this organization does not.
+    const scope = this.routeOptions.config.scope;
+    if (scope && !roleAllows(ctx.role, scope)) {
+      throw new AppError('missing_scope', `Your role (${ctx.role}) does not allow ${scope}`);
+    }
+    return ctx;
+  });
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.is404 || request.routeOptions.config.public) return;
+    // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
+    if (request.routeOptions.url?.startsWith('/docs')) return;
+    const header = request.headers.authorization;
+    const match = header ? BEARER.exec(header) : null;
+    if (!match) throw unauthorized();
+    const result = await options.authenticate(match[1]!);
+    if (!result.ok) throw unauthorized();
+    request.principal = result.principal;
+    options.onAuthenticated?.(result.principal);
+
+    // Counted only after authentication succeeded: a failed attempt never spends a key's quota.
+    let limit;
+    try {
+      limit = await options.rateLimiter.hit(result.principal.apiKeyUid);
+    } catch (error) {
+      // A rate-limit store that is down must not take the API down with it.
+      request.log.warn({ err: error }, 'rate limiter unavailable; request allowed');
+    }
+    if (limit) {
+      reply.header('RateLimit-Limit', limit.limit);
+      reply.header('RateLimit-Remaining', limit.remaining);
+      reply.header('RateLimit-Reset', limit.resetSeconds);
+      if (!limit.allowed) {
+        reply.header('Retry-After', limit.resetSeconds);
+        throw new AppError(
+          'rate_limited',
+          `Rate limit of ${limit.limit} requests exceeded; retry in ${limit.resetSeconds} s`,
+        );
+      }
+    }
+
+    const scope = request.routeOptions.config.scope;
+    if (scope && !keyAllows(result.principal.scopes, scope)) {
+      throw new AppError('missing_scope', `This API key lacks the ${scope} scope`);
+    }
+  });
+}
+
+export default fp(authPlugin, { name: 'remit-auth' });

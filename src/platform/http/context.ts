@@ -1,0 +1,83 @@
+import type { Role, Scope } from '../../modules/api-keys/scopes.ts';
+import { keyAllows, roleAllows } from '../../modules/api-keys/scopes.ts';
+import { AppError } from './errors.ts';
+
+export interface PrincipalUser {
+  uid: string;
+  id: number;
+  email: string;
+  fullName: string;
+  avatarUrl: string | null;
+}
+
+export interface Membership {
+  organizationUid: string;
+  organizationName: string;
+  role: Role;
+  isDefault: boolean;
+}
+
+/** Who is calling: the authenticated key, its user and every organization the user belongs to. */
+export interface Principal {
+  apiKeyUid: string;
+  apiKeyOrganizationUid: string;
+  /** null: a full-access key. */
+  scopes: string[] | null;
+  user: PrincipalUser;
+  memberships: Membership[];
+}
+
+/**
+ * What every service call receives: the organization the call acts in, the caller's role there and
+ * the key's grant. Services never see Fastify objects.
+ */
+export interface RequestContext {
+  organizationUid: string;
+  role: Role;
+  principal: Principal;
+  requestId: string;
+}
+
+export function can(ctx: RequestContext, scope: Scope): boolean {
+  return keyAllows(ctx.principal.scopes, scope) && roleAllows(ctx.role, scope);
+}
+
+export function requirePermission(ctx: RequestContext, scope: Scope): void {
+  if (!can(ctx, scope)) throw new AppError('missing_scope', `This call needs the ${scope} permission`);
+}
+
+export function requireAdmin(ctx: RequestContext): void {
+  if (ctx.role !== 'admin') throw new AppError('forbidden', 'Only organization admins may do this');
+}
+
+/**
+ * The organization of a call (CONTRACT §2, interface 4.4 rule 4): the explicit `organization_uid`,
+ * which must be one of the caller's; else the user's default organization; else the first membership
+ * by uid.
+ */
+export function resolveMembership(principal: Principal, explicitOrganizationUid?: string | null): Membership {
+  if (explicitOrganizationUid) {
+    const found = principal.memberships.find((m) => m.organizationUid === explicitOrganizationUid);
+    if (!found) throw new AppError('not_a_member', 'You are not a member of that organization');
+    return found;
+  }
+  const preferred =
+    principal.memberships.find((m) => m.isDefault) ??
+    [...principal.memberships].sort((a, b) => (a.organizationUid < b.organizationUid ? -1 : 1))[0];
+  if (!preferred) throw new AppError('not_a_member', 'Your user belongs to no organization');
+  return preferred;
+}
+
+export function contextFor(
+  principal: Principal,
+  requestId: string,
+  explicitOrganizationUid?: string | null,
+): RequestContext {
+  const membership = resolveMembership(principal, explicitOrganizationUid);
+  return { organizationUid: membership.organizationUid, role: membership.role, principal, requestId };
+}
+
+/** Organizations the caller may read by uid (a lookup by uid needs no organization parameter). */
+export function memberOrganizationUids(ctx: RequestContext): string[] {
+  return ctx.principal.memberships.map((m) => m.organizationUid);
+}

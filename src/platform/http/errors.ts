@@ -1,0 +1,60 @@
+/**
+ * The closed set of error codes the service answers with. Every status ≥ 400 carries one of them in the
+ * one error body (docs/errors.md lists them with their meaning).
+ */
+export const ERROR_CODES = {
+  bad_request: 400,
+  invalid_json: 400,
+  invalid_parameter: 400,
+  unauthorized: 401,
+  forbidden: 403,
+  not_a_member: 403,
+  missing_scope: 403,
+  not_found: 404,
+  route_not_found: 404,
+  method_not_allowed: 405,
+  conflict: 409,
+  already_exists: 409,
+  already_resolved: 409,
+  invalid_state: 409,
+  idempotency_key_in_use: 409,
+  payload_too_large: 413,
+  unsupported_media_type: 415,
+  validation_failed: 422,
+  idempotency_key_reused: 422,
+  rate_limited: 429,
+  internal_error: 500,
+  bad_gateway: 502,
+  service_unavailable: 503,
+  gateway_timeout: 504,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  readonly statusCode: number;
+
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly errors?: FieldError[],
+    statusCode?: number,
+  ) {
+    super(message);
+    this.name = 'AppError';
+    this.statusCode = statusCode ?? ERROR_CODES[code];
+  }
+}
+
+export const notFound = (what: string) => new AppError('not_found', `${what} not found`);
+export const forbidden = (message: string) => new AppError('forbidden', message);
+export const conflict = (message: string, code: ErrorCode = 'conflict') => new AppError(code, message);
+export const validationFailed = (field: string, message: string) =>
+  new AppError('validation_failed', message, [{ field, message }]);
+export const badParameter = (field: string, message: string) =>
+  new AppError('invalid_parameter', message, [{ field, message }]);

@@ -1,0 +1,51 @@
+export interface PageRequest {
+  page: number;
+  perPage: number;
+}
+
+export interface PageMeta {
+  page: number;
+  per_page: number;
+  total_pages: number;
+  total_items: number;
+}
+
+export function pageRequest(
+  query: { page?: number | undefined; per_page?: number | undefined },
+  defaultPerPage: number,
+): PageRequest {
+  return { page: query.page ?? 1, perPage: query.per_page ?? defaultPerPage };
+}
+
+export function offsetOf(page: PageRequest): number {
+  return (page.page - 1) * page.perPage;
+}
+
+export function pageMeta(page: PageRequest, totalItems: number): PageMeta {
+  return {
+    page: page.page,
+    per_page: page.perPage,
+    total_pages: Math.ceil(totalItems / page.perPage),
+    total_items: totalItems,
+  };
+}
+
+/** `_links` of interface §2.1: the same request with another `page`; null where there is no such page. */
+export function pageLinks(
+  baseUrl: string,
+  requestUrl: string,
+  meta: PageMeta,
+): { self: string; next: string | null; prev: string | null } {
+  const url = new URL(requestUrl, baseUrl);
+  const at = (page: number) => {
+    const copy = new URL(url);
+    copy.searchParams.set('page', String(page));
+    copy.searchParams.set('per_page', String(meta.per_page));
+    return copy.toString();
+  };
+  return {
+    self: at(meta.page),
+    next: meta.page < meta.total_pages ? at(meta.page + 1) : null,
+    prev: meta.page > 1 ? at(Math.min(meta.page - 1, Math.max(meta.total_pages, 1))) : null,
+  };
+}

@@ -1,0 +1,66 @@
+import { Type, type Static, type TSchema } from 'typebox';
+
+export const Uuid = Type.String({ format: 'uuid' });
+export const DateTime = Type.String({ format: 'date-time' });
+export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+
+export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
+
+/** The one error body of every status ≥ 400 (CONTRACT §2). Registered as the `ErrorBody` component. */
+export const ErrorBody = Type.Object(
+  {
+    status: Type.Literal('error'),
+    status_code: Type.Integer(),
+    message: Type.String(),
+    code: Type.String({ description: 'snake_case error code; see docs/errors.md' }),
+    errors: Type.Optional(Type.Array(FieldErrorSchema)),
+  },
+  { $id: 'ErrorBody', title: 'ErrorBody' },
+);
+export type ErrorBodyT = Static<typeof ErrorBody>;
+
+export const ErrorRef = Type.Ref('ErrorBody');
+
+/** Error responses every authenticated route may give; merged into each route's `response`. */
+export const errorResponses = {
+  400: ErrorRef,
+  401: ErrorRef,
+  403: ErrorRef,
+  404: ErrorRef,
+  409: ErrorRef,
+  413: ErrorRef,
+  415: ErrorRef,
+  422: ErrorRef,
+  429: ErrorRef,
+  500: ErrorRef,
+  502: ErrorRef,
+  503: ErrorRef,
+  504: ErrorRef,
+};
+
+/** The success envelope of interface §2.1. */
+export const Envelope = <T extends TSchema>(data: T) =>
+  Type.Object({
+    status: Type.Literal('success'),
+    status_code: Type.Integer(),
+    message: Type.String(),
+    data,
+  });
+
+export const PageMeta = Type.Object({
+  page: Type.Integer(),
+  per_page: Type.Integer(),
+  total_pages: Type.Integer(),
+  total_items: Type.Integer(),
+});
+
+export const PageLinks = Type.Object({
+  self: Type.String(),
+  next: Nullable(Type.String()),
+  prev: Nullable(Type.String()),
+});
+
+export const pageQuery = (defaultPerPage: number, maxPerPage = 100) => ({
+  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: maxPerPage, default: defaultPerPage })),
+});

@@ -1,0 +1,28 @@
+import type {
+  FastifyInstance,
+  FastifyBaseLogger,
+  RawReplyDefaultExpression,
+  RawRequestDefaultExpression,
+  RawServerDefault,
+} from 'fastify';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { Config } from '../../config.ts';
+import type { Database } from '../db/client.ts';
+import type { Jobs } from '../jobs/jobs.ts';
+import type { RateLimiter } from './rate-limit.ts';
+
+export type App = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>;
+
+/** What the app is built from; tests build it with their own database and fakes of outside services. */
+export interface AppDeps {
+  config: Config;
+  database: Database;
+  jobs: Jobs;
+  rateLimiter: RateLimiter;
+}

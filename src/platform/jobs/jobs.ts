@@ -1,0 +1,140 @@
+import PgBoss from 'pg-boss';
+import type { Database, DbOrTx } from '../db/client.ts';
+import { rawClientOf } from '../db/client.ts';
+
+export type JobHandler<T> = (data: T, job: { id: string; name: string }) => Promise<void>;
+
+export interface EnqueueOptions {
+  /** Run no earlier than this. */
+  startAfter?: Date;
+  /** At most one queued job with this key per queue (pg-boss singleton). */
+  singletonKey?: string;
+  retryLimit?: number;
+  retryDelaySeconds?: number;
+}
+
+interface SqlExecutor {
+  executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
+}
+
+export const PGBOSS_SCHEMA = 'pgboss';
+
+/**
+ * pg-boss talks to whichever engine we run on through our own connection: PGlite has no socket, and
+ * sharing the handle keeps PGlite's single-writer rule. Multi-statement SQL without parameters (pg-boss
+ * installing its schema) goes through `exec`, whose last result is what pg-boss reads.
+ */
+function executorFor(database: Database): SqlExecutor {
+  const lite = database.pglite;
+  if (lite) {
+    return {
+      async executeSql(text, values) {
+        if (values && values.length > 0) return lite.query(text, values);
+        const results = await lite.exec(text);
+        return results[results.length - 1] ?? { rows: [] };
+      },
+    };
+  }
+  const pool = database.pool!;
+  return { executeSql: (text, values) => pool.query(text, values) };
+}
+
+/** An executor bound to a transaction: what pg-boss writes commits or rolls back with it. */
+function transactionExecutor(tx: DbOrTx): SqlExecutor {
+  const client = rawClientOf(tx);
+  return { executeSql: (text, values) => client.query(text, values) };
+}
+
+/**
+ * Durable background jobs in the service's own database. Any number of processes may work the queues;
+ * a job is enqueued inside the transaction that writes the rows it acts on.
+ */
+export class Jobs {
+  private readonly queues = new Set<string>();
+  private readonly handlers = new Map<string, JobHandler<never>>();
+  private working = false;
+
+  private constructor(private readonly boss: PgBoss) {}
+
+  static async start(
+    database: Database,
+    options: { onError?: (error: unknown) => void; supervise?: boolean; pollIntervalSeconds?: number } = {},
+  ): Promise<Jobs> {
+    const boss = new PgBoss({
+      db: executorFor(database),
+      schema: PGBOSS_SCHEMA,
+      supervise: options.supervise ?? true,
+      schedule: options.supervise ?? true,
+      migrate: true,
+    });
+    boss.on('error', (error) => options.onError?.(error));
+    await boss.start();
+    const jobs = new Jobs(boss);
+    jobs.pollIntervalSeconds = options.pollIntervalSeconds ?? 2;
+    return jobs;
+  }
+
+  private pollIntervalSeconds = 2;
+
+  /** Declares a queue and (optionally) the function that works it. Call before `startWorkers`. */
+  async define<T extends object>(name: string, handler?: JobHandler<T>): Promise<void> {
+    if (!this.queues.has(name)) {
+      await this.boss.createQueue(name);
+      this.queues.add(name);
+    }
+    if (handler) {
+      this.handlers.set(name, handler as JobHandler<never>);
+      if (this.working) await this.workQueue(name);
+    }
+  }
+
+  private async workQueue(name: string): Promise<void> {
+    const handler = this.handlers.get(name)!;
+    await this.boss.work<object>(
+      name,
+      { pollingIntervalSeconds: this.pollIntervalSeconds },
+      async (batch) => {
+        for (const job of batch)
+          await (handler as JobHandler<object>)(job.data, { id: job.id, name: job.name });
+      },
+    );
+  }
+
+  async startWorkers(): Promise<void> {
+    if (this.working) return;
+    this.working = true;
+    for (const name of this.handlers.keys()) await this.workQueue(name);
+  }
+
+  /** Enqueues a job inside `tx`: no job exists unless the transaction commits. Returns the job id. */
+  async enqueue<T extends object>(
+    tx: DbOrTx,
+    name: string,
+    data: T,
+    options: EnqueueOptions = {},
+  ): Promise<string> {
+    if (!this.queues.has(name)) throw new Error(`Queue ${name} was never defined`);
+    const id = await this.boss.send(name, data, {
+      ...options,
+      db: transactionExecutor(tx),
+    } as PgBoss.SendOptions);
+    if (!id) throw new Error(`Job for ${name} was not created (singleton already queued?)`);
+    return id;
+  }
+
+  async schedule(name: string, cron: string, data: object = {}): Promise<void> {
+    await this.boss.schedule(name, cron, data, { tz: 'UTC' });
+  }
+
+  async cancel(name: string, id: string): Promise<void> {
+    await this.boss.cancel(name, id);
+  }
+
+  async getJob(name: string, id: string) {
+    return this.boss.getJobById(name, id);
+  }
+
+  async stop(): Promise<void> {
+    await this.boss.stop({ graceful: true, wait: true, timeout: 10_000, close: false });
+  }
+}

@@ -1,0 +1,73 @@
+import { buildApp } from './app.ts';
+import { ConfigError, loadConfig } from './config.ts';
+import { DataDirLockedError } from './platform/db/lock.ts';
+import { Jobs } from './platform/jobs/jobs.ts';
+import { registerJobs } from './platform/jobs/registry.ts';
+import { createRateLimiter } from './platform/http/rate-limit.ts';
+import { openMigratedDatabase } from './platform/runtime.ts';
+
+async function main() {
+  const config = loadConfig();
+  const opened = await openMigratedDatabase(config, 'remit server');
+  const { database } = opened;
+  let onJobError = (error: unknown): void => {
+    process.stderr.write(`job queue error: ${String(error)}\n`);
+  };
+  const jobs = await Jobs.start(database, { onError: (error) => onJobError(error) });
+  const rateLimiter = createRateLimiter({
+    redisUrl: config.redisUrl,
+    max: config.rateLimitMax,
+    windowS: config.rateLimitWindowS,
+  });
+  const deps = { config, database, jobs, rateLimiter };
+  const app = await buildApp(deps);
+  onJobError = (error) => app.log.error({ err: error }, 'job queue error');
+  await registerJobs(deps, app.log);
+  if (config.runWorkers) await jobs.startWorkers();
+
+  let closing = false;
+  const shutdown = async (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
+    const force = setTimeout(() => {
+      app.log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, 30_000);
+    force.unref();
+    try {
+      await app.close(); // stops accepting, waits for in-flight requests
+      await jobs.stop(); // lets running jobs finish
+      await rateLimiter.close();
+      await opened.close(); // closes the database and releases the data directory
+      app.log.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      app.log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  await app.listen({ port: config.port, host: config.host });
+  app.log.info(
+    {
+      engine: database.kind,
+      data_dir: config.databaseUrl ? undefined : config.dataDir,
+      migrations: opened.appliedMigrations,
+    },
+    'Remit is serving',
+  );
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof DataDirLockedError || error instanceof ConfigError) {
+    process.stderr.write(`remit: ${error.message}\n`);
+  } else {
+    process.stderr.write(
+      `remit: failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
+  }
+  process.exit(1);
+});

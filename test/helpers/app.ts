@@ -1,0 +1,59 @@
+import { inject } from 'vitest';
+import { buildApp } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import type { Database, Db } from '../../src/platform/db/client.ts';
+import { Jobs } from '../../src/platform/jobs/jobs.ts';
+import { registerJobs } from '../../src/platform/jobs/registry.ts';
+import { MemoryRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.ts';
+import type { App, AppDeps } from '../../src/platform/http/types.ts';
+import { openTestDatabase } from './test-database.ts';
+
+export interface TestApp {
+  app: App;
+  deps: AppDeps;
+  db: Db;
+  database: Database;
+  config: Config;
+  /** This file's PostgreSQL database (postgres engine only), for a second app instance on it. */
+  databaseUrl?: string | undefined;
+  close(): Promise<void>;
+}
+
+export interface TestAppOptions {
+  env?: Record<string, string>;
+  rateLimiter?: RateLimiter;
+  /** Start job workers (off by default: most tests only check what was enqueued). */
+  workers?: boolean;
+}
+
+/** The real app over a fresh, migrated database of its own. */
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const testDb = await openTestDatabase({
+    dumpPath: inject('pgliteDump'),
+    templateName: inject('templateName'),
+  });
+  const { database } = testDb;
+  const config = loadConfig({ ALLOW_PRIVATE_NETWORK_TARGETS: 'true', LOG_LEVEL: 'silent', ...options.env });
+  const jobs = await Jobs.start(database, { supervise: false, pollIntervalSeconds: 0.5 });
+  const rateLimiter =
+    options.rateLimiter ?? new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
+  const deps: AppDeps = { config, database, jobs, rateLimiter };
+  const app = await buildApp(deps, { logger: false });
+  await registerJobs(deps, app.log);
+  if (options.workers) await jobs.startWorkers();
+  await app.ready();
+  return {
+    app,
+    deps,
+    db: database.db,
+    database,
+    config,
+    databaseUrl: testDb.url,
+    close: async () => {
+      await app.close();
+      await jobs.stop();
+      await rateLimiter.close();
+      await testDb.drop();
+    },
+  };
+}
