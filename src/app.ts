@@ -15,6 +15,11 @@ import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
+import { partyRoutes } from './modules/parties/parties.routes.ts';
+import { productRoutes } from './modules/products/products.routes.ts';
+import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
+import { invoiceListRoutes } from './modules/invoices/invoice-lists.routes.ts';
+import { billingRoutes } from './modules/billing/billing.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -54,8 +59,18 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.setValidatorCompiler(({ schema, httpPart }) =>
     httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema),
   );
+  // On shutdown, requests still in flight are answered with `Connection: close`, so their keep-alive
+  // sockets end with the response instead of holding the server open.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+  });
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('Connection', 'close');
+    return payload;
   });
 
   registerErrorHandling(app);
@@ -91,7 +106,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.addHook('onClose', async () => lastUsed.close());
 
   await app.register(authPlugin, {
-    authenticate: (key) => authenticate(deps.database.db, deps.config.apiKeyPepper, key),
+    authenticate: (key) => authenticate(deps.database, deps.config.apiKeyPepper, key),
     rateLimiter: deps.rateLimiter,
     onAuthenticated: (principal) => lastUsed.mark(principal.apiKeyUid),
   });
@@ -100,6 +115,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await systemRoutes(app, deps);
   await meRoutes(app);
   await apiKeyRoutes(app, deps);
+  await partyRoutes(app, deps);
+  await productRoutes(app, deps);
+  await invoiceRoutes(app, deps);
+  await invoiceListRoutes(app, deps);
+  await billingRoutes(app, deps);
 
   return app;
 }

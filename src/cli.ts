@@ -20,6 +20,8 @@ Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/
 
 class UsageError extends Error {}
 
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 interface Output {
   json: boolean;
   result(value: Record<string, unknown>, human: string): void;
@@ -58,9 +60,9 @@ async function run(argv: string[], out: Output): Promise<void> {
     },
   });
   const [command, sub] = positionals;
-  if (values.help || !command) {
-    process.stderr.write(`${USAGE}\n`);
-    if (!command && !values.help) throw new UsageError('No command given');
+  if (!command && !values.help) throw new UsageError('No command given');
+  if (values.help) {
+    out.result({ usage: USAGE }, USAGE);
     return;
   }
   const config = loadConfig();
@@ -80,6 +82,7 @@ async function run(argv: string[], out: Output): Promise<void> {
   }
   if (command === 'users' && sub === 'create') {
     const org = required(values, 'org');
+    if (!UUID.test(org)) throw new UsageError('--org must be an organization uid (a UUID)');
     const email = required(values, 'email');
     const role = values.role ?? 'member';
     if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
@@ -122,7 +125,11 @@ const out: Output = {
 
 run(argv, out)
   .then(() => process.exit(0))
-  .catch((error: unknown) => {
+  .catch((caught: unknown) => {
+    let error = caught;
+    if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      error = new UsageError((error as Error).message);
+    }
     const known =
       error instanceof UsageError ||
       error instanceof DataDirLockedError ||
@@ -138,7 +145,9 @@ run(argv, out)
           : error instanceof UsageError
             ? 'usage'
             : 'failed';
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+    // Unexpected failures keep their details (SQL, stack) on stderr only.
+    const shown = code === 'failed' ? 'Unexpected failure; details on stderr' : message;
+    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: shown } })}\n`);
     process.stderr.write(
       `remit: ${known ? message : error instanceof Error ? (error.stack ?? message) : message}\n`,
     );

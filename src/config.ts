@@ -25,6 +25,8 @@ export interface Config {
   publicBaseUrl: string;
   allowPrivateNetworkTargets: boolean;
   bodyLimitBytes: number;
+  /** How long a billing partner has to answer an invoice sync (CONTRACT §6: 5 s). */
+  billingTimeoutMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -84,5 +86,6 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
     bodyLimitBytes: 1024 * 1024,
+    billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
   };
 }

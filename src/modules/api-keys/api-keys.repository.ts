@@ -1,6 +1,6 @@
 import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
-import { rawQuery } from '../../platform/db/client.ts';
+import { preparedQuery, rawQuery, type Database } from '../../platform/db/client.ts';
 import { apiKeys } from './api-keys.tables.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -94,9 +94,13 @@ export interface AuthRow {
  * Everything authentication needs in one indexed read: the key by its hash, its user and the user's
  * memberships. Expiry is judged by the database clock so every instance agrees.
  */
-export async function findKeyForAuthentication(db: DbOrTx, keyHash: string): Promise<AuthRow | undefined> {
-  const rows = await rawQuery<AuthRow>(
-    db,
+export async function findKeyForAuthentication(
+  database: Database,
+  keyHash: string,
+): Promise<AuthRow | undefined> {
+  const rows = await preparedQuery<AuthRow>(
+    database,
+    'remit_authenticate',
     `select k.uid as key_uid, k.organization_uid as key_organization_uid, k.key_hash, k.scopes,
             (k.expires_at is not null and k.expires_at <= now()) as is_expired,
             (k.revoked_at is not null) as is_revoked,

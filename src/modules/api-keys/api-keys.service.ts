@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { contextFor, type Principal, type RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
@@ -164,13 +164,13 @@ export type AuthenticationResult =
 
 /** Turns a presented key into a principal. A key whose checksum is wrong never reaches the database. */
 export async function authenticate(
-  db: Db,
+  database: Database,
   pepper: string | undefined,
   key: string,
 ): Promise<AuthenticationResult> {
   if (!hasValidChecksum(key)) return { ok: false, reason: 'malformed' };
   const hash = hashApiKey(key, pepper);
-  const row = await repo.findKeyForAuthentication(db, hash);
+  const row = await repo.findKeyForAuthentication(database, hash);
   if (!row || !crypto.timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
     return { ok: false, reason: 'unknown' };
   }

@@ -108,4 +108,18 @@ export async function rawQuery<T>(dbOrTx: DbOrTx, text: string, values?: unknown
   return result.rows as T[];
 }
 
+/**
+ * A hot-path query as a named prepared statement on PostgreSQL (parsed and planned once per
+ * connection); PGlite runs it as an ordinary parameterised query. Only outside transactions.
+ */
+export async function preparedQuery<T>(
+  database: Database,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<T[]> {
+  if (database.pool) return (await database.pool.query({ name, text, values })).rows as T[];
+  return (await database.pglite!.query(text, values)).rows as T[];
+}
+
 export { sql };

@@ -33,8 +33,8 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
 }
 
 /**
- * Applies the migrations drizzle-kit generated, in journal order, each in its own transaction, on
- * either engine. An advisory lock makes concurrent starters (several API or worker processes) wait
+ * Applies the migrations drizzle-kit generated, in journal order, all pending ones in one transaction
+ * (a failing migration leaves the database exactly as it was), on either engine. An advisory lock makes concurrent starters (several API or worker processes) wait
  * for one another instead of racing.
  */
 export async function migrate(database: Database): Promise<string[]> {

@@ -2,3 +2,6 @@
 export * from '../../modules/tenancy/tenancy.tables.ts';
 export * from '../../modules/api-keys/api-keys.tables.ts';
 export * from '../http/idempotency.tables.ts';
+export * from '../../modules/parties/parties.tables.ts';
+export * from '../../modules/products/products.tables.ts';
+export * from '../../modules/invoices/invoices.tables.ts';

@@ -45,6 +45,21 @@ export function toErrorBody(error: AppError): ErrorBodyT {
   };
 }
 
+/**
+ * The PostgreSQL SQLSTATE of a driver error, also when it comes wrapped: drizzle's query builder throws a
+ * DrizzleQueryError that keeps the driver's error (and its `code`) only as `cause`, so reading `code` on
+ * the thrown error alone turned a statement timeout in any drizzle query into a 500 instead of a 503.
+ */
+function sqlStateOf(error: unknown): unknown {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (code !== undefined) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
 /** Maps whatever was thrown to the one error body; internal details never leave the process. */
 export function normalizeError(error: unknown): AppError {
   if (error instanceof AppError) return error;
@@ -74,7 +89,7 @@ export function normalizeError(error: unknown): AppError {
       break;
   }
   // PostgreSQL: statement_timeout / lock_timeout / too many connections / server shutting down.
-  const pgCode = (error as { code?: unknown }).code;
+  const pgCode = sqlStateOf(error);
   if (pgCode === '57014' || pgCode === '55P03' || pgCode === '53300' || pgCode === '57P01') {
     return new AppError('service_unavailable', 'The database did not answer in time; try again');
   }

@@ -76,13 +76,25 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly windowMs: number,
     private readonly prefix = 'remit:rl:',
   ) {
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+    this.redis = new Redis(url, {
+      maxRetriesPerRequest: 1,
+      enableOfflineQueue: true,
+      lazyConnect: false,
+      // Bounds how long a hit may hold a request. Without it a hit queued while Redis is unreachable
+      // waited out ioredis's reconnect back-off (growing to 5 s per attempt): every request stalled for
+      // seconds. After this long the hit fails and auth.ts lets the request through (fail open).
+      commandTimeout: 250,
+    });
     this.redis.defineCommand('remitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     // Connection errors surface on the commands that need them; don't crash on the event.
     this.redis.on('error', () => undefined);
   }
 
   async hit(key: string): Promise<RateLimitDecision> {
+    // Known to be down (waiting to reconnect): fail at once rather than queue behind the reconnect.
+    if (this.redis.status === 'reconnecting' || this.redis.status === 'close') {
+      throw new Error('Redis rate-limit store is not connected');
+    }
     const runner = this.redis as unknown as {
       remitHit(key: string, windowMs: number): Promise<[number, number]>;
     };

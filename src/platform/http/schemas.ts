@@ -64,3 +64,6 @@ export const pageQuery = (defaultPerPage: number, maxPerPage = 100) => ({
   page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: maxPerPage, default: defaultPerPage })),
 });
+
+/** ISO 4217-style code: exactly three letters (stored upper-case). */
+export const Currency = Type.String({ minLength: 3, maxLength: 3, pattern: '^[A-Za-z]{3}$' });

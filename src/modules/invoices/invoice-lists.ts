@@ -1,0 +1,256 @@
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  exists,
+  gte,
+  ilike,
+  inArray,
+  lt,
+  lte,
+  or,
+  sql,
+  type SQL,
+} from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
+import type { Db } from '../../platform/db/client.ts';
+import type { RequestContext } from '../../platform/http/context.ts';
+import { badParameter } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { containsPattern } from '../../platform/db/text-search.ts';
+import { rawQuery } from '../../platform/db/client.ts';
+import { statusesFor, type InvoiceType } from './invoice-statuses.ts';
+import { loadInvoiceViews, toListItemView } from './invoice-view.ts';
+import { invoiceAssignees, invoices } from './invoices.tables.ts';
+import type { InvoiceRow } from './invoices.repository.ts';
+
+export const SORT_KEYS = {
+  due_date: invoices.dueDate,
+  issue_date: invoices.issueDate,
+  status: invoices.status,
+  invoice_number: invoices.invoiceNumber,
+  document_type: invoices.documentType,
+  stamp_number: invoices.stampNumber,
+  vendor_name: invoices.vendorName,
+  vendor_nit: invoices.vendorNit,
+  received_date: invoices.receivedDate,
+  amount_due: invoices.amountDueCents,
+  approved_by: invoices.approvedBy,
+  approval_date: invoices.approvalDate,
+  registered_by: invoices.registeredBy,
+  registration_date: invoices.registrationDate,
+  registration_number: invoices.registrationNumber,
+  has_comments: invoices.hasComments,
+} as const;
+export type SortKey = keyof typeof SORT_KEYS;
+
+export interface InvoiceListQuery {
+  view?: 'list' | undefined;
+  sort_by?: SortKey | undefined;
+  sort_order?: 'asc' | 'desc' | undefined;
+  status?: string | undefined;
+  due_date?: string | undefined;
+  due_date_from?: string | undefined;
+  due_date_to?: string | undefined;
+  issue_date?: string | undefined;
+  issue_date_from?: string | undefined;
+  issue_date_to?: string | undefined;
+  received_date?: string | undefined;
+  received_date_from?: string | undefined;
+  received_date_to?: string | undefined;
+  document_type?: string | undefined;
+  invoice_number?: string | undefined;
+  stamp_number?: string | undefined;
+  vendor_nit?: string | undefined;
+  vendor_name?: string | undefined;
+  include_comments?: boolean | undefined;
+  has_comments?: boolean | undefined;
+  keyword?: string | undefined;
+  approval_date_from?: string | undefined;
+  approval_date_to?: string | undefined;
+  registration_date_from?: string | undefined;
+  registration_date_to?: string | undefined;
+  approved_by?: string | undefined;
+  registered_by?: string | undefined;
+  responsible?: string | undefined;
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+function instant(name: string, value: string): Date {
+  const d = new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
+  if (Number.isNaN(d.getTime()))
+    throw badParameter(name, 'must be a date (YYYY-MM-DD) or an ISO 8601 date-time');
+  return d;
+}
+
+type TimeColumn = typeof invoices.dueDate;
+
+/**
+ * `x` (that UTC day), `x_from` and `x_to` (inclusive; a bare date as `_to` includes that whole day).
+ */
+function dateConditions(column: TimeColumn, name: string, q: Record<string, string | undefined>): SQL[] {
+  const out: SQL[] = [];
+  const exact = q[name];
+  if (exact) {
+    const start = instant(name, exact);
+    const day = new Date(Math.floor(start.getTime() / DAY_MS) * DAY_MS);
+    out.push(gte(column, day), lt(column, new Date(day.getTime() + DAY_MS)));
+  }
+  const from = q[`${name}_from`];
+  if (from) out.push(gte(column, instant(`${name}_from`, from)));
+  const to = q[`${name}_to`];
+  if (to) {
+    out.push(
+      DATE_ONLY.test(to)
+        ? lt(column, new Date(instant(`${name}_to`, to).getTime() + DAY_MS))
+        : lte(column, instant(`${name}_to`, to)),
+    );
+  }
+  return out;
+}
+
+function commaList(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+}
+
+/** User filters take integer user ids or user uids, comma-separated. */
+async function userIdFilter(
+  db: Db,
+  organizationUid: string,
+  name: string,
+  value: string | undefined,
+): Promise<number[] | undefined> {
+  const parts = commaList(value);
+  if (parts.length === 0) return undefined;
+  const ids: number[] = [];
+  const uids: string[] = [];
+  for (const part of parts) {
+    if (/^\d{1,10}$/.test(part)) ids.push(Number(part));
+    else if (/^[0-9a-f-]{36}$/i.test(part)) uids.push(part.toLowerCase());
+    else throw badParameter(name, 'must be user ids (integers or uids), comma-separated');
+  }
+  if (uids.length > 0) {
+    const found = await rawQuery<{ id: number }>(
+      db,
+      `select u.id from users u join memberships m on m.user_uid = u.uid
+        where m.organization_uid = $1 and u.uid = any($2::uuid[])`,
+      [organizationUid, uids],
+    );
+    ids.push(...found.map((f) => f.id));
+  }
+  return ids.length > 0 ? ids : [-1];
+}
+
+async function conditionsFor(
+  db: Db,
+  ctx: RequestContext,
+  type: InvoiceType,
+  q: InvoiceListQuery,
+): Promise<SQL> {
+  const conditions: (SQL | undefined)[] = [
+    eq(invoices.organizationUid, ctx.organizationUid),
+    eq(invoices.invoiceType, type),
+  ];
+  // Admins see every invoice; members only those assigned to them or that they are responsible for.
+  if (ctx.role !== 'admin') {
+    conditions.push(
+      or(
+        exists(
+          db
+            .select({ one: sql`1` })
+            .from(invoiceAssignees)
+            .where(
+              and(
+                eq(invoiceAssignees.organizationUid, ctx.organizationUid),
+                eq(invoiceAssignees.invoiceUid, invoices.uid),
+                eq(invoiceAssignees.userUid, ctx.principal.user.uid),
+              ),
+            ),
+        ),
+        eq(invoices.responsible, ctx.principal.user.id),
+      ),
+    );
+  }
+  const statuses = commaList(q.status);
+  if (statuses.length > 0) {
+    const allowed = statusesFor(type);
+    const unknown = statuses.filter((s) => !allowed.includes(s));
+    if (unknown.length > 0)
+      throw badParameter('status', `unknown status ${unknown.join(', ')}; one of ${allowed.join(', ')}`);
+    conditions.push(
+      statuses.length === 1 ? eq(invoices.status, statuses[0]!) : inArray(invoices.status, statuses),
+    );
+  }
+  const dates = q as Record<string, string | undefined>;
+  conditions.push(...dateConditions(invoices.dueDate, 'due_date', dates));
+  conditions.push(...dateConditions(invoices.issueDate, 'issue_date', dates));
+  conditions.push(...dateConditions(invoices.receivedDate, 'received_date', dates));
+  conditions.push(...dateConditions(invoices.approvalDate, 'approval_date', dates));
+  conditions.push(...dateConditions(invoices.registrationDate, 'registration_date', dates));
+  const text: [string | undefined, AnyPgColumn][] = [
+    [q.document_type, invoices.documentType],
+    [q.invoice_number, invoices.invoiceNumber],
+    [q.stamp_number, invoices.stampNumber],
+    [q.vendor_nit, invoices.vendorNit],
+    [q.vendor_name, invoices.vendorName],
+  ];
+  for (const [value, column] of text)
+    if (value?.trim()) conditions.push(ilike(column, containsPattern(value.trim())));
+  if (q.has_comments !== undefined) conditions.push(eq(invoices.hasComments, q.has_comments));
+  if (q.keyword?.trim()) {
+    const pattern = containsPattern(q.keyword.trim());
+    conditions.push(
+      or(
+        ilike(invoices.invoiceNumber, pattern),
+        ilike(invoices.vendorName, pattern),
+        ilike(invoices.vendorNit, pattern),
+        ilike(invoices.stampNumber, pattern),
+        ilike(invoices.registrationNumber, pattern),
+      ),
+    );
+  }
+  const approvedBy = await userIdFilter(db, ctx.organizationUid, 'approved_by', q.approved_by);
+  if (approvedBy) conditions.push(inArray(invoices.approvedBy, approvedBy));
+  const registeredBy = await userIdFilter(db, ctx.organizationUid, 'registered_by', q.registered_by);
+  if (registeredBy) conditions.push(inArray(invoices.registeredBy, registeredBy));
+  const responsible = await userIdFilter(db, ctx.organizationUid, 'responsible', q.responsible);
+  if (responsible) conditions.push(inArray(invoices.responsible, responsible));
+  return and(...conditions)!;
+}
+
+/**
+ * The AP (and AR) list: one page, sorted by the chosen key with the uid as a stable tiebreak in the
+ * same direction, so equal keys never swap places between pages.
+ */
+export async function listInvoices(
+  db: Db,
+  ctx: RequestContext,
+  type: InvoiceType,
+  q: InvoiceListQuery,
+  page: PageRequest,
+) {
+  const where = await conditionsFor(db, ctx, type, q);
+  const column = SORT_KEYS[q.sort_by ?? 'issue_date'];
+  const direction = (q.sort_order ?? 'desc') === 'asc' ? asc : desc;
+  const rows: InvoiceRow[] = await db
+    .select()
+    .from(invoices)
+    .where(where)
+    .orderBy(direction(column), direction(invoices.uid))
+    .limit(page.perPage)
+    .offset(offsetOf(page));
+  const [totals] = await db.select({ total: count() }).from(invoices).where(where);
+  const total = Number(totals?.total ?? 0);
+  if (q.view === 'list') return { items: rows.map(toListItemView), total };
+  const items = await loadInvoiceViews(db, ctx.organizationUid, rows, {
+    includeComments: q.include_comments === true,
+  });
+  return { items, total };
+}

@@ -1,0 +1,19 @@
+export const RECEIVABLE_STATUSES = ['draft', 'open', 'paid', 'void', 'uncollectible'] as const;
+export const PAYABLE_STATUSES = [
+  'received',
+  'in_review',
+  'approved',
+  'registered',
+  'paid',
+  'rejected',
+] as const;
+
+export type InvoiceType = 'ACCOUNTS_RECEIVABLE' | 'ACCOUNTS_PAYABLE';
+
+export function statusesFor(type: InvoiceType): readonly string[] {
+  return type === 'ACCOUNTS_RECEIVABLE' ? RECEIVABLE_STATUSES : PAYABLE_STATUSES;
+}
+
+export function defaultStatus(type: InvoiceType): string {
+  return type === 'ACCOUNTS_RECEIVABLE' ? 'draft' : 'received';
+}

@@ -1,0 +1,265 @@
+import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
+import { users } from '../tenancy/tenancy.tables.ts';
+import {
+  invoiceAssignees,
+  invoiceComments,
+  invoiceIntegrations,
+  invoiceLineItems,
+  invoicePayments,
+  invoices,
+} from './invoices.tables.ts';
+
+export type InvoiceRow = typeof invoices.$inferSelect;
+export type InvoiceInsert = typeof invoices.$inferInsert;
+export type LineItemRow = typeof invoiceLineItems.$inferSelect;
+export type IntegrationRow = typeof invoiceIntegrations.$inferSelect;
+
+export async function insertInvoice(db: DbOrTx, values: InvoiceInsert): Promise<InvoiceRow> {
+  const [row] = await db.insert(invoices).values(values).returning();
+  return row!;
+}
+
+/** An invoice of one of these organizations; `forUpdate` locks it for the rest of the transaction. */
+export async function findInvoice(
+  db: DbOrTx,
+  organizationUids: string[],
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<InvoiceRow | undefined> {
+  if (organizationUids.length === 0) return undefined;
+  const query = db
+    .select()
+    .from(invoices)
+    .where(and(inArray(invoices.organizationUid, organizationUids), eq(invoices.uid, uid)));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+export async function updateInvoice(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<InvoiceInsert>,
+): Promise<InvoiceRow> {
+  const [row] = await db
+    .update(invoices)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)))
+    .returning();
+  return row!;
+}
+
+export async function replaceAssignees(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUid: string,
+  userUids: string[],
+) {
+  await db
+    .delete(invoiceAssignees)
+    .where(
+      and(eq(invoiceAssignees.organizationUid, organizationUid), eq(invoiceAssignees.invoiceUid, invoiceUid)),
+    );
+  if (userUids.length > 0) {
+    await db
+      .insert(invoiceAssignees)
+      .values([...new Set(userUids)].map((userUid) => ({ organizationUid, invoiceUid, userUid })));
+  }
+}
+
+export async function listAssignees(db: DbOrTx, organizationUid: string, invoiceUids: string[]) {
+  if (invoiceUids.length === 0) return [];
+  return db
+    .select({ invoiceUid: invoiceAssignees.invoiceUid, userUid: invoiceAssignees.userUid })
+    .from(invoiceAssignees)
+    .where(
+      and(
+        eq(invoiceAssignees.organizationUid, organizationUid),
+        inArray(invoiceAssignees.invoiceUid, invoiceUids),
+      ),
+    );
+}
+
+export async function insertLineItems(
+  db: DbOrTx,
+  rows: (typeof invoiceLineItems.$inferInsert)[],
+): Promise<LineItemRow[]> {
+  if (rows.length === 0) return [];
+  return db.insert(invoiceLineItems).values(rows).returning();
+}
+
+export async function updateLineItem(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<typeof invoiceLineItems.$inferInsert>,
+): Promise<LineItemRow> {
+  const [row] = await db
+    .update(invoiceLineItems)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(and(eq(invoiceLineItems.organizationUid, organizationUid), eq(invoiceLineItems.uid, uid)))
+    .returning();
+  return row!;
+}
+
+export async function listLineItems(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUids: string[],
+): Promise<LineItemRow[]> {
+  if (invoiceUids.length === 0) return [];
+  return db
+    .select()
+    .from(invoiceLineItems)
+    .where(
+      and(
+        eq(invoiceLineItems.organizationUid, organizationUid),
+        inArray(invoiceLineItems.invoiceUid, invoiceUids),
+      ),
+    )
+    .orderBy(asc(invoiceLineItems.createdAt), asc(invoiceLineItems.uid));
+}
+
+export async function sumPayments(db: DbOrTx, organizationUid: string, invoiceUid: string): Promise<number> {
+  const [row] = await db
+    .select({ total: sql<number>`coalesce(sum(${invoicePayments.amountCents}), 0)::bigint` })
+    .from(invoicePayments)
+    .where(
+      and(eq(invoicePayments.organizationUid, organizationUid), eq(invoicePayments.invoiceUid, invoiceUid)),
+    );
+  return Number(row?.total ?? 0);
+}
+
+export async function insertPayment(db: DbOrTx, values: typeof invoicePayments.$inferInsert) {
+  const [row] = await db.insert(invoicePayments).values(values).returning();
+  return row!;
+}
+
+const commentColumns = {
+  comment: invoiceComments,
+  actor: { id: users.id, fullName: users.fullName, avatarUrl: users.avatarUrl, email: users.email },
+};
+export type CommentWithActor = {
+  comment: typeof invoiceComments.$inferSelect;
+  actor: { id: number; fullName: string; avatarUrl: string | null; email: string };
+};
+
+export async function listComments(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUids: string[],
+): Promise<CommentWithActor[]> {
+  if (invoiceUids.length === 0) return [];
+  return db
+    .select(commentColumns)
+    .from(invoiceComments)
+    .innerJoin(users, eq(users.uid, invoiceComments.authorUserUid))
+    .where(
+      and(
+        eq(invoiceComments.organizationUid, organizationUid),
+        inArray(invoiceComments.invoiceUid, invoiceUids),
+      ),
+    )
+    .orderBy(asc(invoiceComments.createdAt), asc(invoiceComments.uid));
+}
+
+export async function findComment(db: DbOrTx, organizationUid: string, invoiceUid: string, uid: string) {
+  const [row] = await db
+    .select(commentColumns)
+    .from(invoiceComments)
+    .innerJoin(users, eq(users.uid, invoiceComments.authorUserUid))
+    .where(
+      and(
+        eq(invoiceComments.organizationUid, organizationUid),
+        eq(invoiceComments.invoiceUid, invoiceUid),
+        eq(invoiceComments.uid, uid),
+      ),
+    );
+  return row;
+}
+
+export async function insertComment(db: DbOrTx, values: typeof invoiceComments.$inferInsert) {
+  const [row] = await db.insert(invoiceComments).values(values).returning();
+  return row!;
+}
+
+export async function updateComment(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<typeof invoiceComments.$inferInsert>,
+) {
+  await db
+    .update(invoiceComments)
+    .set(values)
+    .where(and(eq(invoiceComments.organizationUid, organizationUid), eq(invoiceComments.uid, uid)));
+}
+
+/** `has_comments` follows whether any comment exists (comments are never deleted, so: ≥ 1). */
+export async function refreshHasComments(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUid: string,
+): Promise<void> {
+  await db.execute(sql`
+    update invoices set has_comments = exists (
+      select 1 from invoice_comments c where c.organization_uid = ${organizationUid} and c.invoice_uid = ${invoiceUid}
+    ) where organization_uid = ${organizationUid} and uid = ${invoiceUid}`);
+}
+
+export async function listIntegrations(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUids: string[],
+): Promise<IntegrationRow[]> {
+  if (invoiceUids.length === 0) return [];
+  return db
+    .select()
+    .from(invoiceIntegrations)
+    .where(
+      and(
+        eq(invoiceIntegrations.organizationUid, organizationUid),
+        inArray(invoiceIntegrations.entityUid, invoiceUids),
+      ),
+    )
+    .orderBy(asc(invoiceIntegrations.createdAt));
+}
+
+export async function upsertIntegration(
+  db: DbOrTx,
+  values: {
+    organizationUid: string;
+    entityUid: string;
+    integrationName: string;
+    integrationUid: string | null;
+    integrationMetadata: Record<string, unknown>;
+  },
+) {
+  await db
+    .insert(invoiceIntegrations)
+    .values(values)
+    .onConflictDoUpdate({
+      target: [
+        invoiceIntegrations.organizationUid,
+        invoiceIntegrations.entityUid,
+        invoiceIntegrations.integrationName,
+      ],
+      set: {
+        integrationUid: values.integrationUid,
+        integrationMetadata: values.integrationMetadata,
+        updatedAt: sql`now()`,
+      },
+    });
+}
+
+/** Members of the organization among these user uids, with their integer ids. */
+export async function memberUsers(db: DbOrTx, organizationUid: string, userUids: string[]) {
+  if (userUids.length === 0) return [];
+  return rawQuery<{ uid: string; id: number }>(
+    db,
+    `select u.uid, u.id from users u join memberships m on m.user_uid = u.uid
+      where m.organization_uid = $1 and u.uid = any($2::uuid[])`,
+    [organizationUid, userUids],
+  );
+}

@@ -1,0 +1,214 @@
+import { envelope } from '../../platform/http/envelope.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import {
+  Comment,
+  CommentBody,
+  CommentEnvelope,
+  CommentParams,
+  CreateInvoiceBody,
+  Invoice,
+  InvoiceEnvelope,
+  InvoiceListItem,
+  InvoiceParams,
+  LineItem,
+  LineItemsBody,
+  LineItemsEnvelope,
+  LineItemsUpdateBody,
+  PatchCommentBody,
+  PaymentBody,
+  UpdateInvoiceBody,
+} from './invoices.schemas.ts';
+import * as service from './invoices.service.ts';
+
+export function billingOptionsOf(deps: AppDeps) {
+  return {
+    allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
+    timeoutMs: deps.config.billingTimeoutMs,
+  };
+}
+
+export async function invoiceRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  app.addSchema(LineItem);
+  app.addSchema(Comment);
+  app.addSchema(Invoice);
+  app.addSchema(InvoiceListItem);
+  const tags = ['Invoices'];
+  const read = { scope: 'invoices:read' as const };
+  const write = { scope: 'invoices:write' as const };
+
+  app.post(
+    '/api/invoices',
+    {
+      schema: {
+        tags,
+        summary: 'Create a receivable or payable invoice (with line items resolved from the catalog)',
+        body: CreateInvoiceBody,
+        response: { 201: InvoiceEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request, reply) => {
+      const invoice = await service.createInvoice(
+        db,
+        request.tenant(request.body.organization_uid),
+        request.body,
+      );
+      return reply.code(201).send(envelope(invoice, 'Invoice created', 201));
+    },
+  );
+
+  app.get(
+    '/api/invoices/:uid',
+    {
+      schema: {
+        tags,
+        summary: 'Get an invoice (interface 2.11)',
+        params: InvoiceParams,
+        response: { 200: InvoiceEnvelope, ...errorResponses },
+      },
+      config: read,
+    },
+    async (request) =>
+      envelope(await service.getInvoice(db, request.tenant(), request.params.uid), 'Invoice'),
+  );
+
+  app.put(
+    '/api/invoices/:uid',
+    {
+      schema: {
+        tags,
+        summary: 'Update an invoice (partial) and sync it to the billing partner before commit',
+        description:
+          'Only the sent fields change. With a billing integration configured, the update is sent to the partner inside the transaction: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was.',
+        params: InvoiceParams,
+        body: UpdateInvoiceBody,
+        response: { 200: InvoiceEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request) =>
+      envelope(
+        await service.updateInvoice(
+          db,
+          billingOptionsOf(deps),
+          request.tenant(),
+          request.params.uid,
+          request.body,
+        ),
+        'Invoice updated',
+      ),
+  );
+
+  app.post(
+    '/api/invoices/:uid/line_items',
+    {
+      schema: {
+        tags,
+        summary: 'Add one line item (object) or a batch of up to 100 (array); all or nothing',
+        params: InvoiceParams,
+        body: LineItemsBody,
+        response: { 200: LineItemsEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request) => {
+      const body = request.body;
+      const batch = Array.isArray(body);
+      const items = await service.addLineItems(
+        db,
+        request.tenant(),
+        request.params.uid,
+        Array.isArray(body) ? body : [body],
+      );
+      return envelope(batch ? items : items[0]!, batch ? 'Line items created' : 'Line item created');
+    },
+  );
+
+  app.put(
+    '/api/invoices/:uid/line_items',
+    {
+      schema: {
+        tags,
+        summary: 'Update one line item (object) or a batch (array), each by uid; all or nothing',
+        params: InvoiceParams,
+        body: LineItemsUpdateBody,
+        response: { 200: LineItemsEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request) => {
+      const body = request.body;
+      const batch = Array.isArray(body);
+      const items = await service.updateLineItems(
+        db,
+        request.tenant(),
+        request.params.uid,
+        Array.isArray(body) ? body : [body],
+      );
+      return envelope(batch ? items : items[0]!, batch ? 'Line items updated' : 'Line item updated');
+    },
+  );
+
+  app.post(
+    '/api/invoices/:uid/comments',
+    {
+      schema: {
+        tags,
+        summary: 'Comment on an invoice',
+        params: InvoiceParams,
+        body: CommentBody,
+        response: { 201: CommentEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request, reply) => {
+      const comment = await service.addComment(db, request.tenant(), request.params.uid, request.body.text);
+      return reply.code(201).send(envelope(comment, 'Comment created', 201));
+    },
+  );
+
+  app.patch(
+    '/api/invoices/:uid/comments/:comment_uid',
+    {
+      schema: {
+        tags,
+        summary: 'Edit (author only) or resolve/reopen a comment',
+        params: CommentParams,
+        body: PatchCommentBody,
+        response: { 200: CommentEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request) =>
+      envelope(
+        await service.patchComment(
+          db,
+          request.tenant(),
+          request.params.uid,
+          request.params.comment_uid,
+          request.body,
+        ),
+        'Comment updated',
+      ),
+  );
+
+  app.post(
+    '/api/invoices/:uid/payments',
+    {
+      schema: {
+        tags,
+        summary: 'Record a payment; settling the remainder moves the invoice to paid',
+        params: InvoiceParams,
+        body: PaymentBody,
+        response: { 201: InvoiceEnvelope, ...errorResponses },
+      },
+      config: write,
+    },
+    async (request, reply) => {
+      const invoice = await service.addPayment(db, request.tenant(), request.params.uid, request.body);
+      return reply.code(201).send(envelope(invoice, 'Payment recorded', 201));
+    },
+  );
+}

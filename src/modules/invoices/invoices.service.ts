@@ -1,0 +1,519 @@
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { isUniqueViolation } from '../../platform/db/errors.ts';
+import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
+import { findPartiesByUids } from '../parties/parties.repository.ts';
+import { findProductsBySku } from '../products/products.repository.ts';
+import * as billing from '../billing/billing.service.ts';
+import { mergeFields, type StoredField } from './invoice-fields.ts';
+import { defaultStatus, statusesFor, type InvoiceType } from './invoice-statuses.ts';
+import { computeTotals, lineTotal } from './invoice-totals.ts';
+import { loadInvoiceViews, toCommentView, toLineItemView, type InvoiceView } from './invoice-view.ts';
+import * as repo from './invoices.repository.ts';
+import type {
+  CreateInvoiceBodyT,
+  LineItemInputT,
+  LineItemUpdateT,
+  UpdateInvoiceBodyT,
+} from './invoices.schemas.ts';
+
+/** `2026-03-05` is midnight UTC; a date-time keeps its instant. */
+export function toInstant(value: string | null | undefined): Date | null | undefined {
+  if (value === undefined) return undefined;
+  if (value === null) return null;
+  return new Date(/^\d{4}-\d{2}-\d{2}$/.test(value) ? `${value}T00:00:00Z` : value);
+}
+
+function invalid(errors: FieldError[]): AppError {
+  return new AppError('validation_failed', errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
+}
+
+function checkStatus(type: InvoiceType, status: string, field = 'status'): void {
+  const allowed = statusesFor(type);
+  if (!allowed.includes(status)) {
+    throw invalid([{ field, message: `must be one of ${allowed.join(', ')} for ${type} invoices` }]);
+  }
+}
+
+/** A uid given → the invoice of one of the caller's organizations, or 404. */
+async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
+  const row = await repo.findInvoice(db, memberOrganizationUids(ctx), uid, { forUpdate });
+  if (!row) throw notFound('Invoice');
+  return row;
+}
+
+async function viewOf(db: DbOrTx, row: repo.InvoiceRow): Promise<InvoiceView> {
+  const [view] = await loadInvoiceViews(db, row.organizationUid, [row], { includeComments: true });
+  return view!;
+}
+
+interface ResolvedLine {
+  contextTypeUid: string;
+  contextType: 'PRODUCT' | 'DISCOUNT';
+  contextName: string;
+  sku: string;
+  currency: string;
+  quantity: number;
+  unitPrice: number;
+}
+
+/**
+ * Resolves SKUs in the organization's catalog. Every problem of every item is collected and the whole
+ * batch refused (422) so nothing is half-written.
+ */
+async function resolveLines(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceCurrency: string,
+  items: { index: number; prefix: string; input: Partial<LineItemInputT>; base?: ResolvedLine }[],
+): Promise<ResolvedLine[]> {
+  const skus = [...new Set(items.map((i) => i.input.sku).filter((s): s is string => !!s))];
+  const products = new Map((await findProductsBySku(db, organizationUid, skus)).map((p) => [p.sku, p]));
+  const errors: FieldError[] = [];
+  const out: ResolvedLine[] = [];
+  for (const { prefix, input, base } of items) {
+    const sku = input.sku ?? base?.sku;
+    const product = input.sku !== undefined ? products.get(input.sku) : undefined;
+    if (input.sku !== undefined && !product) {
+      errors.push({
+        field: `${prefix}sku`,
+        message: `unknown SKU "${input.sku}" in this organization's catalog`,
+      });
+      continue;
+    }
+    const contextType = input.context_type ?? base?.contextType ?? product?.contextType;
+    if (product && contextType !== product.contextType) {
+      errors.push({
+        field: `${prefix}context_type`,
+        message: `SKU "${sku}" is a ${product.contextType}, not a ${contextType}`,
+      });
+      continue;
+    }
+    const currency = (input.currency ?? base?.currency ?? invoiceCurrency).toUpperCase();
+    if (currency !== invoiceCurrency) {
+      errors.push({
+        field: `${prefix}currency`,
+        message: `must be the invoice's currency (${invoiceCurrency})`,
+      });
+      continue;
+    }
+    out.push({
+      contextTypeUid: product?.uid ?? base!.contextTypeUid,
+      contextType: contextType!,
+      contextName: product?.name ?? base!.contextName,
+      sku: sku!,
+      currency,
+      quantity: input.quantity ?? base?.quantity ?? 1,
+      // A new SKU brings its catalog price unless the caller sets one.
+      unitPrice: input.unit_price ?? (product ? product.unitPrice : base!.unitPrice),
+    });
+  }
+  if (errors.length > 0) throw invalid(errors);
+  return out;
+}
+
+function lineValues(organizationUid: string, invoiceUid: string, line: ResolvedLine) {
+  return { organizationUid, invoiceUid, ...line, lineTotal: lineTotal(line.quantity, line.unitPrice) };
+}
+
+/** Recomputes the derived money after a change to lines, tax, credit notes or payments. */
+async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.InvoiceInsert> = {}) {
+  const lines = await repo.listLineItems(tx, row.organizationUid, [row.uid]);
+  const paid = await repo.sumPayments(tx, row.organizationUid, row.uid);
+  const t = computeTotals({
+    lines: lines.map((l) => ({ context_type: l.contextType, line_total: l.lineTotal })),
+    taxCents: extra.taxCents ?? row.taxCents,
+    prePaymentCreditNotesCents: extra.prePaymentCreditNotesCents ?? row.prePaymentCreditNotesCents,
+    paidCents: paid,
+  });
+  return repo.updateInvoice(tx, row.organizationUid, row.uid, {
+    ...extra,
+    subtotalCents: t.subtotal_cents,
+    discountCents: t.discount_cents,
+    totalCents: t.total_cents,
+    amountDueCents: t.amount_due_cents,
+    amountPaidCents: t.amount_paid_cents,
+    amountRemainingCents: t.amount_remaining_cents,
+  });
+}
+
+async function partyCopies(
+  tx: DbOrTx,
+  organizationUid: string,
+  client?: string | null,
+  provider?: string | null,
+) {
+  const wanted = [client, provider].filter((u): u is string => !!u);
+  const found = new Map(
+    (await findPartiesByUids(tx, organizationUid, wanted)).map((p) => [p.party.uid, p.party]),
+  );
+  const errors: FieldError[] = [];
+  if (client && !found.has(client))
+    errors.push({ field: 'client_party_uid', message: 'no such party in this organization' });
+  if (provider && !found.has(provider)) {
+    errors.push({ field: 'service_provider_party_uid', message: 'no such party in this organization' });
+  }
+  if (errors.length > 0) throw invalid(errors);
+  const out: Partial<repo.InvoiceInsert> = {};
+  if (client !== undefined) {
+    out.clientPartyUid = client;
+    out.clientName = client ? found.get(client)!.name : '';
+  }
+  if (provider !== undefined) {
+    out.serviceProviderPartyUid = provider;
+    out.vendorName = provider ? found.get(provider)!.name : '';
+    out.vendorNit = provider ? (found.get(provider)!.taxId ?? '') : '';
+  }
+  return out;
+}
+
+async function userIds(tx: DbOrTx, organizationUid: string, uids: string[], field: string) {
+  const found = await repo.memberUsers(tx, organizationUid, uids);
+  const known = new Map(found.map((u) => [u.uid, u.id]));
+  const missing = uids.filter((u) => !known.has(u));
+  if (missing.length > 0)
+    throw invalid([{ field, message: `not members of this organization: ${missing.join(', ')}` }]);
+  return known;
+}
+
+function duplicateNumber(error: unknown, number: string | undefined): never {
+  if (isUniqueViolation(error, 'invoices_org_ar_number_key')) {
+    throw new AppError('already_exists', `Receivable invoice number "${number}" is already used`, [
+      { field: 'invoice_number', message: 'already used by another receivable invoice' },
+    ]);
+  }
+  throw error;
+}
+
+export async function createInvoice(
+  db: Db,
+  ctx: RequestContext,
+  body: CreateInvoiceBodyT,
+): Promise<InvoiceView> {
+  const type = body.invoice_type;
+  const status = body.status ?? defaultStatus(type);
+  checkStatus(type, status);
+  const currency = body.currency.toUpperCase();
+  const org = ctx.organizationUid;
+  try {
+    return await db.transaction(async (tx) => {
+      const copies = await partyCopies(
+        tx,
+        org,
+        body.client_party_uid ?? null,
+        body.service_provider_party_uid ?? null,
+      );
+      const assignees = body.assignee_user_uids ?? [];
+      await userIds(tx, org, assignees, 'assignee_user_uids');
+      const responsible = body.responsible_user_uid
+        ? (await userIds(tx, org, [body.responsible_user_uid], 'responsible_user_uid')).get(
+            body.responsible_user_uid,
+          )
+        : null;
+      const lines = await resolveLines(
+        tx,
+        org,
+        currency,
+        (body.line_items ?? []).map((input, index) => ({ index, prefix: `line_items[${index}].`, input })),
+      );
+      const row = await repo.insertInvoice(tx, {
+        organizationUid: org,
+        invoiceType: type,
+        invoiceNumber: body.invoice_number.trim(),
+        status,
+        collectionMethod: body.collection_method ?? 'send_invoice',
+        currency,
+        issueDate: toInstant(body.issue_date) ?? null,
+        dueDate: toInstant(body.due_date) ?? null,
+        targetPartyUid: body.target_party_uid ?? null,
+        documentUid: body.document_uid ?? null,
+        invoiceBlueprintUid: body.invoice_blueprint_uid ?? null,
+        invoiceLink: body.invoice_link ?? null,
+        taxCents: body.tax_cents ?? 0,
+        prePaymentCreditNotesCents: body.pre_payment_credit_notes_cents ?? 0,
+        invoiceMemo: body.invoice_notes?.invoice_memo ?? '',
+        invoiceFooter: body.invoice_notes?.invoice_footer ?? '',
+        invoiceFields: mergeFields({}, body.invoice_fields ?? {}, { nullRemoves: false }),
+        stampNumber: body.stamp_number ?? null,
+        receivedDate: toInstant(body.received_date) ?? null,
+        documentType: body.document_type ?? null,
+        registrationNumber: body.registration_number ?? null,
+        responsible: responsible ?? null,
+        ...copies,
+        ...(status === 'approved' ? { approvedBy: ctx.principal.user.id, approvalDate: new Date() } : {}),
+        ...(status === 'registered'
+          ? { registeredBy: ctx.principal.user.id, registrationDate: new Date() }
+          : {}),
+      });
+      await repo.insertLineItems(
+        tx,
+        lines.map((l) => lineValues(org, row.uid, l)),
+      );
+      await repo.replaceAssignees(tx, org, row.uid, assignees);
+      const updated = await recompute(tx, row);
+      return viewOf(tx, updated);
+    });
+  } catch (error) {
+    duplicateNumber(error, body.invoice_number);
+  }
+}
+
+export async function getInvoice(db: Db, ctx: RequestContext, uid: string): Promise<InvoiceView> {
+  return viewOf(db, await getInvoiceRow(db, ctx, uid));
+}
+
+/** Applies an interface 4.7 partial update and computes what changes with it. */
+async function applyUpdate(tx: DbOrTx, ctx: RequestContext, row: repo.InvoiceRow, body: UpdateInvoiceBodyT) {
+  const org = row.organizationUid;
+  const values: Partial<repo.InvoiceInsert> = {};
+  const set = <K extends keyof repo.InvoiceInsert>(key: K, value: repo.InvoiceInsert[K] | undefined) => {
+    if (value !== undefined) values[key] = value;
+  };
+  if (body.status !== undefined) {
+    checkStatus(row.invoiceType, body.status);
+    values.status = body.status;
+    // Who approved or registered a payable, and when, is recorded from the caller (CONTRACT §3).
+    if (row.invoiceType === 'ACCOUNTS_PAYABLE' && body.status !== row.status) {
+      if (body.status === 'approved')
+        Object.assign(values, { approvedBy: ctx.principal.user.id, approvalDate: new Date() });
+      if (body.status === 'registered') {
+        Object.assign(values, { registeredBy: ctx.principal.user.id, registrationDate: new Date() });
+      }
+    }
+    if (body.status === 'paid' && body.paid_date === undefined && !row.paidDate) values.paidDate = new Date();
+  }
+  set('invoiceNumber', body.invoice_number?.trim());
+  set('collectionMethod', body.collection_method);
+  set('issueDate', toInstant(body.issue_date));
+  set('dueDate', toInstant(body.due_date));
+  set('paidDate', toInstant(body.paid_date));
+  set('receivedDate', toInstant(body.received_date));
+  set('targetPartyUid', body.target_party_uid);
+  set('documentUid', body.document_uid);
+  set('invoiceBlueprintUid', body.invoice_blueprint_uid);
+  set('invoiceLink', body.invoice_link);
+  set('stampNumber', body.stamp_number);
+  set('documentType', body.document_type);
+  set('registrationNumber', body.registration_number);
+  set('taxCents', body.tax_cents);
+  set('prePaymentCreditNotesCents', body.pre_payment_credit_notes_cents);
+  set('invoiceMemo', body.invoice_notes?.invoice_memo);
+  set('invoiceFooter', body.invoice_notes?.invoice_footer);
+  if (body.currency !== undefined) {
+    const currency = body.currency.toUpperCase();
+    const lines = await repo.listLineItems(tx, org, [row.uid]);
+    if (currency !== row.currency && lines.length > 0) {
+      throw invalid([
+        { field: 'currency', message: 'cannot change while the invoice has line items in another currency' },
+      ]);
+    }
+    values.currency = currency;
+  }
+  if (body.invoice_fields !== undefined) {
+    values.invoiceFields = mergeFields(
+      row.invoiceFields as Record<string, StoredField>,
+      body.invoice_fields,
+      { nullRemoves: true },
+    );
+  }
+  Object.assign(values, await partyCopies(tx, org, body.client_party_uid, body.service_provider_party_uid));
+  if (body.responsible_user_uid !== undefined) {
+    values.responsible = body.responsible_user_uid
+      ? (await userIds(tx, org, [body.responsible_user_uid], 'responsible_user_uid')).get(
+          body.responsible_user_uid,
+        )!
+      : null;
+  }
+  if (body.assignee_user_uids !== undefined) {
+    await userIds(tx, org, body.assignee_user_uids, 'assignee_user_uids');
+    await repo.replaceAssignees(tx, org, row.uid, body.assignee_user_uids);
+  }
+  values.revision = row.revision + 1;
+  return recompute(tx, row, values);
+}
+
+/**
+ * PUT /api/invoices/{uid}: a partial update, synced to the organization's billing partner inside the
+ * transaction before it commits (a partner failure leaves the invoice exactly as it was).
+ */
+export async function updateInvoice(
+  db: Db,
+  billingOptions: billing.BillingOptions,
+  ctx: RequestContext,
+  uid: string,
+  body: UpdateInvoiceBodyT,
+): Promise<InvoiceView> {
+  const current = await getInvoiceRow(db, ctx, uid);
+  const integration = await billing.findBillingIntegration(db, current.organizationUid);
+  // Committed before the partner is called, so a partner that accepted an update we then failed to
+  // commit is found and repaired by the reconciler.
+  const intent = integration ? await billing.recordSyncIntent(db, current, current.revision + 1) : undefined;
+  try {
+    return await db.transaction(async (tx) => {
+      const row = await getInvoiceRow(tx, ctx, uid, true);
+      if (intent && row.revision !== current.revision) {
+        throw new AppError('conflict', 'The invoice changed while this update was prepared; send it again');
+      }
+      const updated = await applyUpdate(tx, ctx, row, body);
+      if (integration && intent) {
+        await billing.syncInTransaction(tx, integration, await viewOf(tx, updated), intent, billingOptions);
+      }
+      return viewOf(tx, updated);
+    });
+  } catch (error) {
+    if (intent) await billing.noteSyncFailure(db, intent, error);
+    duplicateNumber(error, body.invoice_number);
+  }
+}
+
+/** What the billing reconciler sends: the committed invoice, as GET shows it. */
+export const invoiceViewForSync = (tx: DbOrTx, row: repo.InvoiceRow) => viewOf(tx, row);
+
+export async function addLineItems(db: Db, ctx: RequestContext, invoiceUid: string, items: LineItemInputT[]) {
+  return db.transaction(async (tx) => {
+    const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    const lines = await resolveLines(
+      tx,
+      row.organizationUid,
+      row.currency,
+      items.map((input, index) => ({ index, prefix: items.length > 1 ? `[${index}].` : '', input })),
+    );
+    const inserted = await repo.insertLineItems(
+      tx,
+      lines.map((l) => lineValues(row.organizationUid, row.uid, l)),
+    );
+    await recompute(tx, row, { revision: row.revision + 1 });
+    return inserted.map(toLineItemView);
+  });
+}
+
+export async function updateLineItems(
+  db: Db,
+  ctx: RequestContext,
+  invoiceUid: string,
+  items: LineItemUpdateT[],
+) {
+  return db.transaction(async (tx) => {
+    const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    const existing = new Map(
+      (await repo.listLineItems(tx, row.organizationUid, [row.uid])).map((l) => [l.uid, l]),
+    );
+    const missing = items
+      .map((item, index) => ({ item, index }))
+      .filter(({ item }) => !existing.has(item.uid))
+      .map(({ item, index }) => ({
+        field: `${items.length > 1 ? `[${index}].` : ''}uid`,
+        message: `no line item ${item.uid} on this invoice`,
+      }));
+    if (missing.length > 0) throw invalid(missing);
+    const resolved = await resolveLines(
+      tx,
+      row.organizationUid,
+      row.currency,
+      items.map((input, index) => {
+        const base = existing.get(input.uid)!;
+        return {
+          index,
+          prefix: items.length > 1 ? `[${index}].` : '',
+          input,
+          base: {
+            contextTypeUid: base.contextTypeUid,
+            contextType: base.contextType,
+            contextName: base.contextName,
+            sku: base.sku,
+            currency: base.currency,
+            quantity: base.quantity,
+            unitPrice: base.unitPrice,
+          },
+        };
+      }),
+    );
+    const updated = [];
+    for (let i = 0; i < items.length; i++) {
+      const line = resolved[i]!;
+      updated.push(
+        await repo.updateLineItem(tx, row.organizationUid, items[i]!.uid, {
+          ...line,
+          lineTotal: lineTotal(line.quantity, line.unitPrice),
+        }),
+      );
+    }
+    await recompute(tx, row, { revision: row.revision + 1 });
+    return updated.map(toLineItemView);
+  });
+}
+
+export async function addComment(db: Db, ctx: RequestContext, invoiceUid: string, text: string) {
+  return db.transaction(async (tx) => {
+    const row = await getInvoiceRow(tx, ctx, invoiceUid);
+    const comment = await repo.insertComment(tx, {
+      organizationUid: row.organizationUid,
+      invoiceUid: row.uid,
+      authorUserUid: ctx.principal.user.uid,
+      text,
+    });
+    await repo.refreshHasComments(tx, row.organizationUid, row.uid);
+    return toCommentView((await repo.findComment(tx, row.organizationUid, row.uid, comment.uid))!);
+  });
+}
+
+export async function patchComment(
+  db: Db,
+  ctx: RequestContext,
+  invoiceUid: string,
+  commentUid: string,
+  body: { text?: string | undefined; resolved?: boolean | undefined },
+) {
+  return db.transaction(async (tx) => {
+    const row = await getInvoiceRow(tx, ctx, invoiceUid);
+    const found = await repo.findComment(tx, row.organizationUid, row.uid, commentUid);
+    if (!found) throw notFound('Comment');
+    if (body.text !== undefined && found.comment.authorUserUid !== ctx.principal.user.uid) {
+      throw new AppError('forbidden', 'Only the author can edit a comment');
+    }
+    const values: Record<string, unknown> = {};
+    if (body.text !== undefined) Object.assign(values, { text: body.text, lastModifiedAt: new Date() });
+    if (body.resolved === true && !found.comment.resolvedAt) {
+      Object.assign(values, { resolvedBy: ctx.principal.user.id, resolvedAt: new Date() });
+    }
+    if (body.resolved === false) Object.assign(values, { resolvedBy: null, resolvedAt: null });
+    if (Object.keys(values).length > 0) await repo.updateComment(tx, row.organizationUid, commentUid, values);
+    return toCommentView((await repo.findComment(tx, row.organizationUid, row.uid, commentUid))!);
+  });
+}
+
+/** Records a payment; one that settles the remaining amount moves the invoice to `paid`. */
+export async function addPayment(
+  db: Db,
+  ctx: RequestContext,
+  invoiceUid: string,
+  body: { amount_cents: number; paid_at?: string | undefined },
+) {
+  return db.transaction(async (tx) => {
+    const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    if (['void', 'rejected', 'draft'].includes(row.status)) {
+      throw new AppError('invalid_state', `A ${row.status} invoice cannot take payments`);
+    }
+    if (body.amount_cents > row.amountRemainingCents) {
+      throw invalid([
+        { field: 'amount_cents', message: `exceeds the amount remaining (${row.amountRemainingCents})` },
+      ]);
+    }
+    const paidAt = toInstant(body.paid_at) ?? new Date();
+    await repo.insertPayment(tx, {
+      organizationUid: row.organizationUid,
+      invoiceUid: row.uid,
+      amountCents: body.amount_cents,
+      paidAt,
+      createdByUserUid: ctx.principal.user.uid,
+    });
+    let updated = await recompute(tx, row, { revision: row.revision + 1 });
+    if (updated.amountRemainingCents <= 0) {
+      updated = await repo.updateInvoice(tx, row.organizationUid, row.uid, {
+        status: 'paid',
+        paidDate: paidAt,
+      });
+    }
+    return viewOf(tx, updated);
+  });
+}

@@ -1,0 +1,102 @@
+import type { Db } from '../../platform/db/client.ts';
+import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { notFound } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import * as repo from './parties.repository.ts';
+import type { ContactInputT, CreatePartyBodyT, PatchPartyBodyT } from './parties.schemas.ts';
+
+export function toPartyView({ party, contact }: repo.PartyWithContact) {
+  return {
+    uid: party.uid,
+    organization_uid: party.organizationUid,
+    name: party.name,
+    role: party.role,
+    address: party.address,
+    tax_id: party.taxId,
+    billing_contact: contact
+      ? {
+          uid: contact.uid,
+          party_uid: contact.partyUid,
+          name: contact.name,
+          title: contact.title,
+          email: contact.email,
+          phone: contact.phone,
+        }
+      : null,
+    created_at: party.createdAt,
+    updated_at: party.updatedAt,
+  };
+}
+export type PartyView = ReturnType<typeof toPartyView>;
+
+function contactValues(input: ContactInputT) {
+  return {
+    ...(input.name !== undefined ? { name: input.name } : {}),
+    ...(input.title !== undefined ? { title: input.title } : {}),
+    ...(input.email !== undefined ? { email: input.email.trim().toLowerCase() } : {}),
+    ...(input.phone !== undefined ? { phone: input.phone } : {}),
+  };
+}
+
+export async function createParty(db: Db, ctx: RequestContext, body: CreatePartyBodyT): Promise<PartyView> {
+  return db.transaction(async (tx) => {
+    const party = await repo.insertParty(tx, {
+      organizationUid: ctx.organizationUid,
+      name: body.name.trim(),
+      role: body.role,
+      address: body.address ?? '',
+      taxId: body.tax_id ?? null,
+    });
+    if (body.billing_contact)
+      await repo.upsertContact(tx, ctx.organizationUid, party.uid, contactValues(body.billing_contact));
+    return toPartyView((await repo.findParty(tx, [ctx.organizationUid], party.uid))!);
+  });
+}
+
+/** A party of any organization the caller belongs to; anything else is 404. */
+export async function getParty(db: Db, ctx: RequestContext, uid: string): Promise<PartyView> {
+  const found = await repo.findParty(db, memberOrganizationUids(ctx), uid);
+  if (!found) throw notFound('Party');
+  return toPartyView(found);
+}
+
+export async function patchParty(
+  db: Db,
+  ctx: RequestContext,
+  uid: string,
+  body: PatchPartyBodyT,
+): Promise<PartyView> {
+  return db.transaction(async (tx) => {
+    const found = await repo.findParty(tx, memberOrganizationUids(ctx), uid);
+    if (!found) throw notFound('Party');
+    const org = found.party.organizationUid;
+    await repo.updateParty(tx, org, uid, {
+      ...(body.name !== undefined ? { name: body.name.trim() } : {}),
+      ...(body.role !== undefined ? { role: body.role } : {}),
+      ...(body.address !== undefined ? { address: body.address } : {}),
+      ...(body.tax_id !== undefined ? { taxId: body.tax_id } : {}),
+    });
+    if (body.billing_contact === null) await repo.deleteContact(tx, org, uid);
+    else if (body.billing_contact)
+      await repo.upsertContact(tx, org, uid, contactValues(body.billing_contact));
+    const updated = (await repo.findParty(tx, [org], uid))!;
+    if (body.name !== undefined || body.tax_id !== undefined)
+      await repo.refreshInvoicePartyNames(tx, org, updated.party);
+    return toPartyView(updated);
+  });
+}
+
+export async function listParties(
+  db: Db,
+  ctx: RequestContext,
+  filters: { q?: string | undefined; role?: 'client' | 'vendor' | undefined },
+  page: PageRequest,
+) {
+  const { rows, total } = await repo.listParties(db, ctx.organizationUid, {
+    ...filters,
+    q: filters.q?.trim() || undefined,
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toPartyView), total };
+}

@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eq } from 'drizzle-orm';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { rawQuery } from '../../src/platform/db/client.ts';
+import { organizations } from '../../src/modules/tenancy/tenancy.tables.ts';
+
+let t: TestApp;
+const seen: { name: string; data: unknown }[] = [];
+
+beforeAll(async () => {
+  t = await createTestApp({ workers: true });
+  await t.deps.jobs.define<{ orgUid: string }>('test.echo', async (data) => {
+    seen.push({ name: 'test.echo', data });
+  });
+  await t.deps.jobs.define('test.idle');
+});
+afterAll(async () => t?.close());
+
+async function jobsIn(queue: string) {
+  return rawQuery<{ id: string; state: string; data: unknown }>(
+    t.db,
+    `select id, state, data from pgboss.job where name = $1`,
+    [queue],
+  );
+}
+
+async function waitFor(check: () => boolean, timeoutMs = 10_000) {
+  const started = Date.now();
+  while (!check()) {
+    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('jobs', () => {
+  it('a job enqueued in a committed transaction exists and is worked', async () => {
+    const jobId = await t.db.transaction(async (tx) => {
+      const [org] = await tx.insert(organizations).values({ name: 'Committed' }).returning();
+      return t.deps.jobs.enqueue(tx, 'test.echo', { orgUid: org!.uid });
+    });
+    expect(jobId).toEqual(expect.any(String));
+    await waitFor(() => seen.length > 0);
+    expect(seen[0]!.data).toMatchObject({ orgUid: expect.any(String) });
+    const job = await t.deps.jobs.getJob('test.echo', jobId);
+    expect(job?.id).toBe(jobId);
+  });
+
+  it('a rolled-back transaction enqueues nothing (and writes no row)', async () => {
+    const before = (await jobsIn('test.idle')).length;
+    await expect(
+      t.db.transaction(async (tx) => {
+        await tx.insert(organizations).values({ name: 'Rolled back' });
+        await t.deps.jobs.enqueue(tx, 'test.idle', { n: 1 });
+        // Inside the transaction the job is visible…
+        expect((await rawQuery(tx, `select 1 from pgboss.job where name = 'test.idle'`)).length).toBe(
+          before + 1,
+        );
+        throw new Error('abort');
+      }),
+    ).rejects.toThrow('abort');
+    // …and after the rollback neither the job nor the row exists.
+    expect((await jobsIn('test.idle')).length).toBe(before);
+    expect(await t.db.select().from(organizations).where(eq(organizations.name, 'Rolled back'))).toHaveLength(
+      0,
+    );
+  });
+
+  it('refuses a queue that was never defined', async () => {
+    await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
+      /never defined/,
+    );
+  });
+});

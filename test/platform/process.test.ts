@@ -1,0 +1,125 @@
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
+
+// Real processes on the embedded database: the `remit` CLI and the server of `npm start`.
+let dataDir: string;
+let server: ServerProcess | undefined;
+
+beforeAll(() => {
+  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-proc-'));
+});
+afterAll(() => {
+  server?.child.kill('SIGKILL');
+  fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+function oneJsonObject(stdout: string): Record<string, unknown> {
+  const lines = stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]!) as Record<string, unknown>;
+}
+
+describe('remit CLI and server processes', { timeout: 120_000 }, () => {
+  let orgUid: string;
+  let adminKey: string;
+
+  it('remit init --json prints exactly one JSON object with the organization, user and key', async () => {
+    const res = await runCli(
+      ['init', '--org', 'Acme', '--email', 'Ada@Acme.test', '--name', 'Ada Admin', '--json'],
+      {
+        DATA_DIR: dataDir,
+      },
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const out = oneJsonObject(res.stdout);
+    expect(Object.keys(out).sort()).toEqual(['api_key', 'organization_uid', 'user_uid']);
+    expect(out.api_key).toMatch(/^rk_live_[0-9A-Za-z]{38}$/);
+    orgUid = out.organization_uid as string;
+    adminKey = out.api_key as string;
+  });
+
+  it('remit users create adds a member; an existing email gets a new membership, not a new user', async () => {
+    const member = await runCli(
+      ['users', 'create', '--org', orgUid, '--email', 'bo@acme.test', '--role', 'member', '--json'],
+      {
+        DATA_DIR: dataDir,
+      },
+    );
+    expect(member.code, member.stderr).toBe(0);
+    const m = oneJsonObject(member.stdout);
+    expect(Object.keys(m).sort()).toEqual(['api_key', 'user_uid']);
+
+    const other = oneJsonObject(
+      (await runCli(['init', '--org', 'Other', '--email', 'x@other.test', '--json'], { DATA_DIR: dataDir }))
+        .stdout,
+    );
+    const again = await runCli(
+      ['users', 'create', '--org', other.organization_uid as string, '--email', 'BO@acme.test', '--json'],
+      {
+        DATA_DIR: dataDir,
+      },
+    );
+    expect(again.code, again.stderr).toBe(0);
+    expect(oneJsonObject(again.stdout).user_uid).toBe(m.user_uid);
+
+    const bad = await runCli(['users', 'create', '--org', orgUid, '--email', 'bo@acme.test', '--json'], {
+      DATA_DIR: dataDir,
+    });
+    expect(bad.code).not.toBe(0);
+    expect(oneJsonObject(bad.stdout)).toHaveProperty('error');
+  });
+
+  it('remit migrate --json reports an up-to-date database', async () => {
+    const res = await runCli(['migrate', '--json'], { DATA_DIR: dataDir });
+    expect(res.code, res.stderr).toBe(0);
+    expect(oneJsonObject(res.stdout)).toEqual({ engine: 'pglite', applied: [] });
+  });
+
+  it('a second process on the same DATA_DIR exits non-zero naming the holder, and touches nothing', async () => {
+    server = await startServer({ DATA_DIR: dataDir });
+    const before = fs.readFileSync(path.join(dataDir, 'remit.lock'), 'utf8');
+    const res = await runCli(['init', '--org', 'Intruder', '--email', 'i@x.test', '--json'], {
+      DATA_DIR: dataDir,
+    });
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(`pid ${server.child.pid}`);
+    expect(res.stderr).toContain('remit server');
+    expect(oneJsonObject(res.stdout)).toMatchObject({ error: { code: 'data_dir_locked' } });
+    expect(fs.readFileSync(path.join(dataDir, 'remit.lock'), 'utf8')).toBe(before);
+    const me = await fetch(`${server.url}/api/me`, { headers: { authorization: `Bearer ${adminKey}` } });
+    expect(me.status).toBe(200);
+    const orgs = ((await me.json()) as { data: { memberships: { organization_name: string }[] } }).data
+      .memberships;
+    expect(orgs.map((o) => o.organization_name)).toEqual(['Acme']);
+  });
+
+  it('SIGTERM stops accepting, finishes the in-flight request, then exits 0 and releases the lock', async () => {
+    const s = server!;
+    const body = JSON.stringify({ name: 'in flight' });
+    // A request whose body is still arriving when the signal lands.
+    const socket = net.connect(s.port, '127.0.0.1');
+    await new Promise<void>((r) => socket.once('connect', () => r()));
+    let response = '';
+    socket.on('data', (d: Buffer) => (response += d.toString()));
+    socket.write(
+      `POST /api/api-keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${adminKey}\r\n` +
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    s.child.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    // New connections are refused while the in-flight request is finishing.
+    await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
+    socket.write(body.slice(5));
+    const code = await s.exited;
+    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    expect(response).toContain('"name":"in flight"');
+    expect(code).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'remit.lock'))).toBe(false);
+    server = undefined;
+  });
+});
