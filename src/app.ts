@@ -9,6 +9,7 @@ import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
 import { registerErrorHandling } from './platform/http/error-handler.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
+import { AppError } from './platform/http/errors.ts';
 import type { App, AppDeps } from './platform/http/types.ts';
 import { authenticate } from './modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
@@ -20,6 +21,8 @@ import { productRoutes } from './modules/products/products.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { invoiceListRoutes } from './modules/invoices/invoice-lists.routes.ts';
 import { billingRoutes } from './modules/billing/billing.routes.ts';
+import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
+import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -50,7 +53,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
     },
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
-    return503OnClosing: true,
+    return503OnClosing: false,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
@@ -67,6 +70,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   });
   app.addHook('onRequest', async (request, reply) => {
     reply.header('X-Request-Id', request.id);
+    // A request that arrives on an open keep-alive socket during shutdown gets the one error body.
+    if (closing) {
+      reply.header('Connection', 'close');
+      throw new AppError('service_unavailable', 'The server is shutting down; retry on another instance');
+    }
   });
   app.addHook('onSend', async (_request, reply, payload) => {
     if (closing) reply.header('Connection', 'close');
@@ -120,6 +128,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await invoiceRoutes(app, deps);
   await invoiceListRoutes(app, deps);
   await billingRoutes(app, deps);
+  await attachmentRoutes(app, deps);
+  await storageRoutes(app, deps);
 
   return app;
 }

@@ -53,8 +53,11 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       // A request never waits forever for a connection either.
       connectionTimeoutMillis: 10_000,
     });
-    // An idle client that errors (server restart) must not crash the process.
+    // An idle client that errors (server restart) must not crash the process…
     pool.on('error', () => undefined);
+    // …nor one that is checked out (pg-pool drops its own listener then): a terminated backend then
+    // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
+    pool.on('connect', (client) => client.on('error', () => undefined));
     const db = drizzleNodePg(pool, { schema }) as unknown as Db;
     return {
       kind: 'postgres',

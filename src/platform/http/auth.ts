@@ -50,38 +50,47 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
     return ctx;
   });
 
-  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.is404 || request.routeOptions.config.public) return;
-    // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
-    if (request.routeOptions.url?.startsWith('/docs')) return;
-    const header = request.headers.authorization;
-    const match = header ? BEARER.exec(header) : null;
-    if (!match) throw unauthorized();
-    const result = await options.authenticate(match[1]!);
-    if (!result.ok) throw unauthorized();
-    request.principal = result.principal;
-    options.onAuthenticated?.(result.principal);
-
-    // Counted only after authentication succeeded: a failed attempt never spends a key's quota.
+  /** Counts a hit, sets the RateLimit-* headers and refuses with 429 past the limit. */
+  const spend = async (request: FastifyRequest, reply: FastifyReply, bucket: string) => {
     let limit;
     try {
-      limit = await options.rateLimiter.hit(result.principal.apiKeyUid);
+      limit = await options.rateLimiter.hit(bucket);
     } catch (error) {
       // A rate-limit store that is down must not take the API down with it.
       request.log.warn({ err: error }, 'rate limiter unavailable; request allowed');
+      return;
     }
-    if (limit) {
-      reply.header('RateLimit-Limit', limit.limit);
-      reply.header('RateLimit-Remaining', limit.remaining);
-      reply.header('RateLimit-Reset', limit.resetSeconds);
-      if (!limit.allowed) {
-        reply.header('Retry-After', limit.resetSeconds);
-        throw new AppError(
-          'rate_limited',
-          `Rate limit of ${limit.limit} requests exceeded; retry in ${limit.resetSeconds} s`,
-        );
-      }
+    reply.header('RateLimit-Limit', limit.limit);
+    reply.header('RateLimit-Remaining', limit.remaining);
+    reply.header('RateLimit-Reset', limit.resetSeconds);
+    if (!limit.allowed) {
+      reply.header('Retry-After', limit.resetSeconds);
+      throw new AppError(
+        'rate_limited',
+        `Rate limit of ${limit.limit} requests exceeded; retry in ${limit.resetSeconds} s`,
+      );
     }
+  };
+
+  app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
+    if (request.routeOptions.config.public) return;
+    // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
+    if (request.routeOptions.url?.startsWith('/docs')) return;
+    // Requests no key answers for (unknown routes, failed authentication) are counted per client
+    // address instead: they carry the same headers, and guessing keys is slowed down, while a key's own
+    // quota is never spent by someone else's failed attempts.
+    const anonymous = `ip:${request.ip}`;
+    if (request.is404) return spend(request, reply, anonymous);
+    const header = request.headers.authorization;
+    const match = header ? BEARER.exec(header) : null;
+    const result = match ? await options.authenticate(match[1]!) : undefined;
+    if (!result?.ok) {
+      await spend(request, reply, anonymous);
+      throw unauthorized();
+    }
+    request.principal = result.principal;
+    options.onAuthenticated?.(result.principal);
+    await spend(request, reply, result.principal.apiKeyUid);
 
     const scope = request.routeOptions.config.scope;
     if (scope && !keyAllows(result.principal.scopes, scope)) {

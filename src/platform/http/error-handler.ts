@@ -60,6 +60,24 @@ function sqlStateOf(error: unknown): unknown {
   return undefined;
 }
 
+const CONNECTION_FAILURES = [
+  'timeout exceeded when trying to connect',
+  'Connection terminated unexpectedly',
+  'Connection terminated',
+  'Client has encountered a connection error',
+];
+
+function isConnectionFailure(error: unknown): boolean {
+  let current: unknown = error;
+  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
+    const { message, code } = current as { message?: unknown; code?: unknown };
+    if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return true;
+    if (typeof message === 'string' && CONNECTION_FAILURES.some((m) => message.startsWith(m))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}
+
 /** Maps whatever was thrown to the one error body; internal details never leave the process. */
 export function normalizeError(error: unknown): AppError {
   if (error instanceof AppError) return error;
@@ -92,6 +110,10 @@ export function normalizeError(error: unknown): AppError {
   const pgCode = sqlStateOf(error);
   if (pgCode === '57014' || pgCode === '55P03' || pgCode === '53300' || pgCode === '57P01') {
     return new AppError('service_unavailable', 'The database did not answer in time; try again');
+  }
+  // The database connection itself failed (pool exhausted, backend terminated, server unreachable).
+  if (isConnectionFailure(error)) {
+    return new AppError('service_unavailable', 'The database is unavailable; try again');
   }
   if (e instanceof SyntaxError && (e as { statusCode?: number }).statusCode === 400) {
     return new AppError('invalid_json', 'The request body is not valid JSON');

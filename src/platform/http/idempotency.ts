@@ -85,7 +85,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
       organizationUid: request.principal.apiKeyOrganizationUid,
       apiKeyUid: request.principal.apiKeyUid,
       method: request.method,
-      path: request.url.split('?')[0]!,
+      // Without its trailing slash: the router serves `/x/` as `/x` (ignoreTrailingSlash), so keeping the
+      // slash let a retry to `/x/` run the request a second time instead of replaying it.
+      path: request.url.split('?')[0]!.replace(/(.)\/+$/, '$1'),
       key: header,
     };
     const hash = requestHash(request);

@@ -28,6 +28,38 @@ function v4ToInt(ip: string): number {
   return ip.split('.').reduce((acc, part) => (acc << 8) + Number(part), 0) >>> 0;
 }
 
+/** The eight 16-bit groups of an IPv6 address (zone id dropped, embedded dotted IPv4 expanded). */
+function v6Groups(address: string): number[] | undefined {
+  let a = address.toLowerCase().replace(/%.*$/, '');
+  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
+  if (dotted) {
+    if (!net.isIPv4(dotted[1]!)) return undefined;
+    const v = v4ToInt(dotted[1]!);
+    a = `${a.slice(0, -dotted[1]!.length)}${(v >>> 16).toString(16)}:${(v & 0xffff).toString(16)}`;
+  }
+  const halves = a.split('::');
+  if (halves.length > 2) return undefined;
+  const head = halves[0] ? halves[0].split(':') : [];
+  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
+  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
+  const groups = [...head, ...Array<string>(Math.max(fill, 0)).fill('0'), ...tail].map((g) =>
+    parseInt(g, 16),
+  );
+  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : undefined;
+}
+
+function embeddedV4(high: number, low: number): string {
+  return [high >>> 8, high & 0xff, low >>> 8, low & 0xff].join('.');
+}
+
+/**
+ * True for every address a configured endpoint must not reach: the IPv4 ranges above, and in IPv6
+ * the unspecified and loopback addresses, unique-local (fc00::/7), link-local (fe80::/10), site-local
+ * (fec0::/10), multicast, documentation, and any IPv6 form that carries an IPv4 address (mapped
+ * `::ffff:a.b.c.d` — which URLs print as `::ffff:7f00:1` —, compatible `::a.b.c.d`, NAT64
+ * `64:ff9b::/96`, 6to4 `2002::/16`) whose IPv4 address is itself refused. Anything that is not an IP
+ * address is refused too.
+ */
 export function isPrivateAddress(address: string): boolean {
   if (net.isIPv4(address)) {
     const value = v4ToInt(address);
@@ -36,13 +68,34 @@ export function isPrivateAddress(address: string): boolean {
       return (value & mask) === (v4ToInt(base) & mask);
     });
   }
-  if (net.isIPv6(address)) {
-    const a = address.toLowerCase();
-    const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-    if (mapped) return isPrivateAddress(mapped[1]!);
-    return a === '::' || a === '::1' || /^f[cd]/.test(a) || /^fe[89ab]/.test(a) || a.startsWith('ff');
+  const g = v6Groups(address);
+  if (!g || !net.isIPv6(address.replace(/%.*$/, ''))) return true;
+  const [g0, g1, g2, g3, g4, g5, g6, g7] = g as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
+  const zeroTo = (n: number) => g.slice(0, n).every((x) => x === 0);
+  if (zeroTo(8)) return true; // ::
+  if (zeroTo(7) && g7 === 1) return true; // ::1
+  if (zeroTo(5) && g5 === 0xffff) return isPrivateAddress(embeddedV4(g6, g7)); // ::ffff:a.b.c.d
+  if (zeroTo(6)) return isPrivateAddress(embeddedV4(g6, g7)); // ::a.b.c.d (deprecated)
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
+    return isPrivateAddress(embeddedV4(g6, g7)); // NAT64 well-known prefix
   }
-  return true;
+  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return true; // local-use NAT64
+  if (g0 === 0x2002) return isPrivateAddress(embeddedV4(g1, g2)); // 6to4
+  if (g0 === 0x2001 && g1 === 0x0db8) return true; // documentation
+  if (g0 === 0x0100 && g1 === 0 && g2 === 0 && g3 === 0) return true; // discard-only
+  if ((g0 & 0xfe00) === 0xfc00) return true; // unique local fc00::/7
+  if ((g0 & 0xffc0) === 0xfe80 || (g0 & 0xffc0) === 0xfec0) return true; // link/site-local
+  if ((g0 & 0xff00) === 0xff00) return true; // multicast
+  return false;
 }
 
 export function parseOutboundUrl(raw: string): URL {
@@ -72,9 +125,16 @@ export async function assertPublicTarget(raw: string, allowPrivate: boolean): Pr
   const url = parseOutboundUrl(raw);
   if (allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  const addresses = net.isIP(host)
-    ? [host]
-    : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+  let addresses: string[];
+  try {
+    addresses = net.isIP(host)
+      ? [host]
+      : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+  } catch {
+    throw new AppError('validation_failed', `url host "${host}" does not resolve`, [
+      { field: 'url', message: 'the host name does not resolve' },
+    ]);
+  }
   if (addresses.length === 0 || addresses.some(isPrivateAddress)) {
     throw new AppError('validation_failed', 'url points at a private or local network address', [
       { field: 'url', message: 'loopback, private, link-local and metadata addresses are not allowed' },
@@ -109,19 +169,29 @@ export function sendOutbound(
   },
 ): Promise<OutboundResponse> {
   const url = parseOutboundUrl(rawUrl);
-  const lookup: net.LookupFunction = (hostname, lookupOptions, callback) => {
-    dns.lookup(hostname, { ...lookupOptions, all: false }, (error, address, family) => {
-      if (error) return callback(error, address, family);
-      if (!options.allowPrivate && isPrivateAddress(address)) {
+  // Node 20 asks for every address (`all: true`, for happy eyeballs) unless a family is pinned; the
+  // answer must keep the shape asked for. Any private address in it refuses the whole name.
+  const lookup = ((
+    hostname: string,
+    lookupOptions: dns.LookupOptions,
+    callback: (error: Error | null, address: string | dns.LookupAddress[], family?: number) => void,
+  ) => {
+    dns.lookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+      if (error) return callback(error, []);
+      if (
+        !options.allowPrivate &&
+        (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address)))
+      ) {
         return callback(
           new OutboundError(`refused: ${hostname} resolves to a private address`, 'blocked'),
-          address,
-          family,
+          [],
         );
       }
-      callback(null, address, family);
+      if (lookupOptions.all) return callback(null, addresses);
+      const first = addresses[0]!;
+      callback(null, first.address, first.family);
     });
-  };
+  }) as unknown as net.LookupFunction;
   const literal = url.hostname.replace(/^\[|\]$/g, '');
   if (net.isIP(literal) && !options.allowPrivate && isPrivateAddress(literal)) {
     return Promise.reject(new OutboundError(`refused: ${literal} is a private address`, 'blocked'));

@@ -67,6 +67,9 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {count, ttl}
 `;
 
+/** The longest a Redis hit may hold a request before it is allowed without counting. */
+const HIT_TIMEOUT_MS = 500;
+
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
 
@@ -76,30 +79,38 @@ export class RedisRateLimiter implements RateLimiter {
     private readonly windowMs: number,
     private readonly prefix = 'remit:rl:',
   ) {
-    this.redis = new Redis(url, {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: true,
-      lazyConnect: false,
-      // Bounds how long a hit may hold a request. Without it a hit queued while Redis is unreachable
-      // waited out ioredis's reconnect back-off (growing to 5 s per attempt): every request stalled for
-      // seconds. After this long the hit fails and auth.ts lets the request through (fail open).
-      commandTimeout: 250,
-    });
+    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
     this.redis.defineCommand('remitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     // Connection errors surface on the commands that need them; don't crash on the event.
     this.redis.on('error', () => undefined);
   }
 
+  /**
+   * Fails fast when Redis is unreachable, and auth.ts then lets the request through (fail open). A hit
+   * used to wait in ioredis's offline queue for the next reconnect attempt, whose back-off grows to 5 s:
+   * while Redis was down every request stalled for seconds. (Not ioredis's `commandTimeout`: that also
+   * times out the connection handshake, which breaks the connection when start-up blocks the event loop.)
+   */
   async hit(key: string): Promise<RateLimitDecision> {
-    // Known to be down (waiting to reconnect): fail at once rather than queue behind the reconnect.
     if (this.redis.status === 'reconnecting' || this.redis.status === 'close') {
       throw new Error('Redis rate-limit store is not connected');
     }
     const runner = this.redis as unknown as {
       remitHit(key: string, windowMs: number): Promise<[number, number]>;
     };
-    const [count, ttl] = await runner.remitHit(this.prefix + key, this.windowMs);
-    return decision(this.limit, count, ttl);
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error('Redis rate-limit store did not answer in time')),
+        HIT_TIMEOUT_MS,
+      );
+    });
+    try {
+      const [count, ttl] = await Promise.race([runner.remitHit(this.prefix + key, this.windowMs), timeout]);
+      return decision(this.limit, count, ttl);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   async close(): Promise<void> {

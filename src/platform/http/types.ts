@@ -9,6 +9,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { Config } from '../../config.ts';
 import type { Database } from '../db/client.ts';
 import type { Jobs } from '../jobs/jobs.ts';
+import type { ObjectStorage } from '../storage/storage.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export type App = FastifyInstance<
@@ -25,4 +26,5 @@ export interface AppDeps {
   database: Database;
   jobs: Jobs;
   rateLimiter: RateLimiter;
+  objectStorage: ObjectStorage;
 }
