@@ -27,7 +27,24 @@ export interface Config {
   bodyLimitBytes: number;
   /** How long a billing partner has to answer an invoice sync (CONTRACT §6: 5 s). */
   billingTimeoutMs: number;
+  /** Object storage (CONTRACT §6): the embedded store under `dataDir`, or any S3 API. */
+  objectStorage: ObjectStorageConfig;
+  /** Seconds a presigned download URL stays valid (default 900; S3 allows at most 7 days). */
+  presignedUrlExpiresS: number;
 }
+
+export type ObjectStorageConfig =
+  | { kind: 'embedded'; bucket: string }
+  | {
+      kind: 's3';
+      /** Unset: AWS's own endpoint for `region`. */
+      endpoint: string | undefined;
+      bucket: string;
+      region: string;
+      /** Both unset: the AWS SDK's default credential chain (environment, profile, instance role). */
+      accessKeyId: string | undefined;
+      secretAccessKey: string | undefined;
+    };
 
 export class ConfigError extends Error {}
 
@@ -67,6 +84,31 @@ function postgresUrl(env: Env, name: string): string | undefined {
   return url;
 }
 
+const BUCKET_NAME = /^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/;
+
+/** Any `S3_*` variable set → an S3 API (then `S3_BUCKET` is required); none → the embedded store. */
+function objectStorage(env: Env): ObjectStorageConfig {
+  const endpoint = optional(env, 'S3_ENDPOINT');
+  const bucket = optional(env, 'S3_BUCKET');
+  const region = optional(env, 'S3_REGION');
+  const accessKeyId = optional(env, 'S3_ACCESS_KEY_ID');
+  const secretAccessKey = optional(env, 'S3_SECRET_ACCESS_KEY');
+  if (!endpoint && !bucket && !region && !accessKeyId && !secretAccessKey) {
+    return { kind: 'embedded', bucket: 'remit' };
+  }
+  if (!bucket) throw new ConfigError('S3_BUCKET is required when any S3_* variable is set');
+  if (!BUCKET_NAME.test(bucket)) {
+    throw new ConfigError(`S3_BUCKET must be a valid bucket name (3-63 of a-z 0-9 . -), got "${bucket}"`);
+  }
+  if (endpoint && !/^https?:\/\/[^/]/.test(endpoint)) {
+    throw new ConfigError('S3_ENDPOINT must start with http:// or https://');
+  }
+  if (!accessKeyId !== !secretAccessKey) {
+    throw new ConfigError('S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY must be set together');
+  }
+  return { kind: 's3', endpoint, bucket, region: region ?? 'us-east-1', accessKeyId, secretAccessKey };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = optional(env, 'HOST') ?? '127.0.0.1';
@@ -87,5 +129,7 @@ export function loadConfig(env: Env = process.env): Config {
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
     bodyLimitBytes: 1024 * 1024,
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
+    objectStorage: objectStorage(env),
+    presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
   };
 }

@@ -5,6 +5,7 @@ import { Jobs } from './platform/jobs/jobs.ts';
 import { registerJobs } from './platform/jobs/registry.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
+import { createObjectStorage } from './platform/storage/create-storage.ts';
 
 async function main() {
   const config = loadConfig();
@@ -19,7 +20,8 @@ async function main() {
     max: config.rateLimitMax,
     windowS: config.rateLimitWindowS,
   });
-  const deps = { config, database, jobs, rateLimiter };
+  const objectStorage = await createObjectStorage(config);
+  const deps = { config, database, jobs, rateLimiter, objectStorage };
   const app = await buildApp(deps);
   onJobError = (error) => app.log.error({ err: error }, 'job queue error');
   await registerJobs(deps, app.log);
@@ -39,6 +41,7 @@ async function main() {
       await app.close(); // stops accepting, waits for in-flight requests
       await jobs.stop(); // lets running jobs finish
       await rateLimiter.close();
+      await objectStorage.close();
       await opened.close(); // closes the database and releases the data directory
       app.log.info('stopped');
       process.exit(0);

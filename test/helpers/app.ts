@@ -1,3 +1,6 @@
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
@@ -5,6 +8,7 @@ import type { Database, Db } from '../../src/platform/db/client.ts';
 import { Jobs } from '../../src/platform/jobs/jobs.ts';
 import { registerJobs } from '../../src/platform/jobs/registry.ts';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.ts';
+import { createObjectStorage } from '../../src/platform/storage/create-storage.ts';
 import type { App, AppDeps } from '../../src/platform/http/types.ts';
 import { openTestDatabase } from './test-database.ts';
 
@@ -33,11 +37,19 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     templateName: inject('templateName'),
   });
   const { database } = testDb;
-  const config = loadConfig({ ALLOW_PRIVATE_NETWORK_TARGETS: 'true', LOG_LEVEL: 'silent', ...options.env });
+  // A data directory of its own (the embedded object store lives in it), removed on close.
+  const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'remit-test-data-'));
+  const config = loadConfig({
+    DATA_DIR: dataDir,
+    ALLOW_PRIVATE_NETWORK_TARGETS: 'true',
+    LOG_LEVEL: 'silent',
+    ...options.env,
+  });
   const jobs = await Jobs.start(database, { supervise: false, pollIntervalSeconds: 0.5 });
   const rateLimiter =
     options.rateLimiter ?? new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
-  const deps: AppDeps = { config, database, jobs, rateLimiter };
+  const objectStorage = await createObjectStorage(config);
+  const deps: AppDeps = { config, database, jobs, rateLimiter, objectStorage };
   const app = await buildApp(deps, { logger: false });
   await registerJobs(deps, app.log);
   if (options.workers) await jobs.startWorkers();
@@ -53,7 +65,9 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await app.close();
       await jobs.stop();
       await rateLimiter.close();
+      await objectStorage.close();
       await testDb.drop();
+      await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
 }
