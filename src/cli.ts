@@ -4,6 +4,7 @@ import { DataDirLockedError } from './platform/db/lock.ts';
 import { AppError } from './platform/http/errors.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
 import { addUserToOrganization, initOrganization } from './modules/tenancy/tenancy.service.ts';
+import { seedOrganization } from './modules/seed/seed.service.ts';
 
 const USAGE = `Usage: remit <command> [options]
 
@@ -14,6 +15,8 @@ Commands:
       Add a user (or a new membership for an existing email) with a full-access API key.
   migrate
       Apply database migrations.
+  seed --org ORG_UID [--invoices N] [--parties N] [--ap-ratio 0..1]
+      Deterministic demo and benchmark data: parties, products and N invoices (default 1000).
 
 Every command takes --json: one JSON object on stdout and nothing else there.
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/configuration.md).`;
@@ -25,6 +28,13 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 interface Output {
   json: boolean;
   result(value: Record<string, unknown>, human: string): void;
+}
+
+function wholeNumber(value: unknown, name: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'string' || !/^\d+$/.test(value))
+    throw new UsageError(`--${name} must be a whole number`);
+  return Number(value);
 }
 
 function required(values: Record<string, unknown>, name: string): string {
@@ -57,6 +67,9 @@ async function run(argv: string[], out: Output): Promise<void> {
       email: { type: 'string' },
       name: { type: 'string' },
       role: { type: 'string' },
+      invoices: { type: 'string' },
+      parties: { type: 'string' },
+      'ap-ratio': { type: 'string' },
     },
   });
   const [command, sub] = positionals;
@@ -111,6 +124,26 @@ async function run(argv: string[], out: Output): Promise<void> {
     );
     return;
   }
+  if (command === 'seed') {
+    const org = required(values, 'org');
+    if (!UUID.test(org)) throw new UsageError('--org must be an organization uid (a UUID)');
+    const invoices = wholeNumber(values.invoices, 'invoices', 1000);
+    const parties = wholeNumber(
+      values.parties,
+      'parties',
+      Math.min(2000, Math.max(20, Math.ceil(invoices / 100))),
+    );
+    const apRatio = values['ap-ratio'] === undefined ? 0.5 : Number(values['ap-ratio']);
+    if (!(apRatio >= 0 && apRatio <= 1)) throw new UsageError('--ap-ratio must be between 0 and 1');
+    const { result } = await withDatabase('remit seed', ({ database }) =>
+      seedOrganization(database.db, { organizationUid: org, invoices, parties, apRatio }),
+    );
+    out.result(
+      result as unknown as Record<string, unknown>,
+      `Seeded ${result.invoices} invoices (${result.payable} payable, ${result.receivable} receivable), ${result.parties} parties, ${result.products} products in ${result.seconds} s`,
+    );
+    return;
+  }
   throw new UsageError(`Unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
 }
 
@@ -151,6 +184,9 @@ run(argv, out)
     process.stderr.write(
       `remit: ${known ? message : error instanceof Error ? (error.stack ?? message) : message}\n`,
     );
+    const cause = (error as { cause?: unknown }).cause;
+    if (!known && cause)
+      process.stderr.write(`caused by: ${cause instanceof Error ? cause.message : String(cause)}\n`);
     if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
     process.exit(error instanceof UsageError ? 2 : 1);
   });

@@ -92,18 +92,48 @@ export async function removeBillingIntegration(db: Db, ctx: RequestContext) {
   return toIntegrationView(row);
 }
 
-/** Committed on its own, before the partner is called (see the reconciler). */
-export async function recordSyncIntent(db: Db, invoice: InvoiceRow, revision: number): Promise<SyncIntent> {
-  const [row] = await db
-    .insert(billingSyncIntents)
-    .values({
-      organizationUid: invoice.organizationUid,
-      invoiceUid: invoice.uid,
-      revision,
-      idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
-    })
-    .returning();
-  return row!;
+/**
+ * The revision the next sync of an invoice is sent under: above the invoice's own revision and above
+ * every revision an earlier attempt already used. An attempt that rolled back (partner error, timeout,
+ * failed commit) leaves its intent behind, so its key `uid:revision` — which the partner may have
+ * stored with a body we never committed — is never sent again with different content.
+ */
+async function nextSyncRevision(tx: DbOrTx, invoice: InvoiceRow): Promise<number> {
+  const [used] = await tx
+    .select({ max: sql<number | null>`max(${billingSyncIntents.revision})` })
+    .from(billingSyncIntents)
+    .where(
+      and(
+        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
+        eq(billingSyncIntents.invoiceUid, invoice.uid),
+      ),
+    );
+  return Math.max(invoice.revision, Number(used?.max ?? 0)) + 1;
+}
+
+/**
+ * Committed on its own, before the partner is called (see the reconciler). The invoice row is locked
+ * while the revision is chosen, so two updates of one invoice never reserve the same revision.
+ */
+export async function recordSyncIntent(db: Db, invoice: InvoiceRow): Promise<SyncIntent> {
+  return db.transaction(async (tx) => {
+    const [locked] = await tx
+      .select()
+      .from(invoices)
+      .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)))
+      .for('update');
+    const revision = await nextSyncRevision(tx, locked ?? invoice);
+    const [row] = await tx
+      .insert(billingSyncIntents)
+      .values({
+        organizationUid: invoice.organizationUid,
+        invoiceUid: invoice.uid,
+        revision,
+        idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
+      })
+      .returning();
+    return row!;
+  });
 }
 
 interface PartnerReply {
@@ -141,10 +171,22 @@ async function callPartner(
         `The billing partner did not answer within ${options.timeoutMs / 1000} s; nothing was changed`,
       );
     }
+    if (error instanceof OutboundError && error.kind === 'blocked') {
+      throw new PartnerNotCalled(
+        `The billing endpoint was refused (${error.message}); nothing was sent or changed`,
+      );
+    }
     throw new AppError(
       'bad_gateway',
       `The billing partner could not be reached (${(error as Error).message}); nothing was changed`,
     );
+  }
+}
+
+/** 502 raised before any byte left: the endpoint resolves to an address we must not reach. */
+class PartnerNotCalled extends AppError {
+  constructor(message: string) {
+    super('bad_gateway', message);
   }
 }
 
@@ -186,16 +228,27 @@ export function syncPayload(invoice: unknown, revision: number) {
 }
 
 /**
- * Sends the updated invoice inside the update's transaction, before it commits. A partner error is
- * 502, no answer within the timeout 504; either way the caller's transaction rolls back.
+ * Sends the updated invoice inside the update's transaction, before it commits, under the revision the
+ * intent reserved (the row takes that revision). A partner error is 502, no answer within the timeout
+ * 504; either way the caller's transaction rolls back. Returns the row as it will be committed.
  */
 export async function syncInTransaction(
   tx: DbOrTx,
   integration: BillingIntegration,
-  view: { uid: string; revision: number },
+  updated: InvoiceRow,
   intent: SyncIntent,
   options: BillingOptions,
-): Promise<void> {
+  loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
+): Promise<InvoiceRow> {
+  let row = updated;
+  if (row.revision !== intent.revision) {
+    [row] = (await tx
+      .update(invoices)
+      .set({ revision: intent.revision })
+      .where(and(eq(invoices.organizationUid, row.organizationUid), eq(invoices.uid, row.uid)))
+      .returning()) as [InvoiceRow];
+  }
+  const view = await loadView(tx, row);
   const response = await callPartner(
     integration,
     view,
@@ -219,29 +272,49 @@ export async function syncInTransaction(
         eq(billingSyncIntents.uid, intent.uid),
       ),
     );
+  return row;
 }
 
-/** After a rolled-back update: note the error on the intent (the reconciler decides what to re-send). */
+/**
+ * After a rolled-back update: note the error on the intent. An error raised before the partner was
+ * called — a client error (422 validation, 409 conflict) or an endpoint refused by the private-network
+ * rule — leaves nothing to repair, so that intent is abandoned. Anything else (502, 504, a failed
+ * commit) may have reached the partner: the intent stays pending and the reconciler re-sends the
+ * committed state.
+ */
 export async function noteSyncFailure(db: Db, intent: SyncIntent, error: unknown): Promise<void> {
+  const neverSent =
+    error instanceof PartnerNotCalled || (error instanceof AppError && error.statusCode < 500);
+  await noteAttemptFailure(db, intent, error, neverSent);
+}
+
+async function noteAttemptFailure(db: Db, intent: SyncIntent, error: unknown, abandon: boolean) {
   await db
     .update(billingSyncIntents)
     .set({
+      ...(abandon ? { state: 'abandoned' as const } : {}),
       attempts: sql`${billingSyncIntents.attempts} + 1`,
-      lastError: String((error as Error).message ?? error),
+      lastError: String((error as Error).message ?? error).slice(0, 1000),
       updatedAt: sql`now()`,
     })
     .where(
       and(
         eq(billingSyncIntents.organizationUid, intent.organizationUid),
         eq(billingSyncIntents.uid, intent.uid),
+        eq(billingSyncIntents.state, 'pending'),
       ),
     );
 }
 
 export interface ReconcileResult {
+  /** Pending intents looked at (several of one invoice are repaired by one send). */
   checked: number;
+  /** Invoices whose committed state the partner accepted. */
   resent: number;
+  /** Invoices whose send failed; their intents stay pending with `attempts` and `last_error`. */
   failed: number;
+  /** Invoices (or integrations) deleted since: their intents are abandoned. */
+  abandoned: number;
 }
 
 /**
@@ -265,11 +338,13 @@ export async function reconcileBillingSyncs(
     )
     .orderBy(billingSyncIntents.createdAt)
     .limit(options.limit ?? 50);
-  const result: ReconcileResult = { checked: pending.length, resent: 0, failed: 0 };
+  const result: ReconcileResult = { checked: pending.length, resent: 0, failed: 0, abandoned: 0 };
   const done = new Set<string>();
   for (const intent of pending) {
     if (done.has(intent.invoiceUid)) continue;
     done.add(intent.invoiceUid);
+    let outcome = 'resent' as 'resent' | 'abandoned' | 'skipped';
+    let attempted: number | undefined;
     try {
       await db.transaction(async (tx) => {
         const integration = await findBillingIntegration(tx, intent.organizationUid);
@@ -295,9 +370,26 @@ export async function reconcileBillingSyncs(
                 eq(billingSyncIntents.state, 'pending'),
               ),
             );
+          outcome = 'abandoned';
           return;
         }
-        const revision = Math.max(invoice.revision, intent.revision) + 1;
+        // Another reconciler run may have repaired this invoice while we waited for the lock.
+        const [still] = await tx
+          .select({ uid: billingSyncIntents.uid })
+          .from(billingSyncIntents)
+          .where(
+            and(
+              eq(billingSyncIntents.organizationUid, intent.organizationUid),
+              eq(billingSyncIntents.uid, intent.uid),
+              eq(billingSyncIntents.state, 'pending'),
+            ),
+          );
+        if (!still) {
+          outcome = 'skipped';
+          return;
+        }
+        const revision = await nextSyncRevision(tx, invoice);
+        attempted = revision;
         const [bumped] = await tx
           .update(invoices)
           .set({ revision })
@@ -326,10 +418,21 @@ export async function reconcileBillingSyncs(
             ),
           );
       });
-      result.resent += 1;
+      if (outcome !== 'skipped') result[outcome] += 1;
     } catch (error) {
       result.failed += 1;
-      await noteSyncFailure(db, intent, error);
+      // Never abandoned here: an earlier attempt may have reached the partner, which still differs.
+      await noteAttemptFailure(db, intent, error, false);
+      // The attempt rolled back, but the partner may have stored its key with the body we sent: burn
+      // that revision so the next attempt (whose body may differ: comments, days overdue) uses a new key.
+      if (attempted !== undefined) {
+        await db
+          .update(invoices)
+          .set({ revision: sql`greatest(${invoices.revision}, ${attempted})` })
+          .where(
+            and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)),
+          );
+      }
     }
   }
   return result;

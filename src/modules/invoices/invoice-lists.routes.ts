@@ -6,7 +6,13 @@ import { listInvoices, SORT_KEYS, type InvoiceListQuery } from './invoice-lists.
 import type { InvoiceType } from './invoice-statuses.ts';
 
 const text = (description: string) => Type.Optional(Type.String({ maxLength: 200, description }));
-const when = (description: string) => Type.Optional(Type.String({ maxLength: 40, description }));
+// A date (YYYY-MM-DD, a real calendar day) or an RFC 3339 date-time with its zone, checked here: the
+// filter code reads the value with `new Date`, which rolls 2026-02-30 over into March and takes "10" for
+// a date in 2001, so a bad date answered 200 with a wrong filter instead of 400.
+const when = (description: string) =>
+  Type.Optional(
+    Type.String({ maxLength: 40, anyOf: [{ format: 'date' }, { format: 'date-time' }], description }),
+  );
 
 const ListQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),

@@ -17,6 +17,19 @@ export interface TotalsInput {
   paidCents: number;
 }
 
+/**
+ * The largest line total, and the largest invoice amount, in cents. quantity (≤ 1e9) × unit_price
+ * (≤ 1e13) used to reach 1e22: PostgreSQL refused it as a bigint and the caller got a 500; sums of
+ * many large lines passed Number.MAX_SAFE_INTEGER and lost cents. Both are now refused with 422.
+ */
+export const MAX_LINE_TOTAL_CENTS = 10_000_000_000_000; // 1e13, the largest unit price accepted
+export const MAX_INVOICE_AMOUNT_CENTS = 1_000_000_000_000_000; // 1e15, well inside MAX_SAFE_INTEGER
+
+/** True when every amount stays within what is stored and computed exactly. */
+export function totalsInRange(t: InvoiceTotals): boolean {
+  return Object.values(t).every((v) => Math.abs(v) <= MAX_INVOICE_AMOUNT_CENTS);
+}
+
 export function lineTotal(quantity: number, unitPrice: number): number {
   return quantity * unitPrice;
 }

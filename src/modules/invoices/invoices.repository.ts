@@ -86,7 +86,22 @@ export async function insertLineItems(
   rows: (typeof invoiceLineItems.$inferInsert)[],
 ): Promise<LineItemRow[]> {
   if (rows.length === 0) return [];
-  return db.insert(invoiceLineItems).values(rows).returning();
+  // Appended after the invoice's existing lines, in the order sent (callers hold the invoice's row lock).
+  const first = rows[0]!;
+  const [last] = await db
+    .select({ position: sql<number>`coalesce(max(${invoiceLineItems.position}), 0)::int` })
+    .from(invoiceLineItems)
+    .where(
+      and(
+        eq(invoiceLineItems.organizationUid, first.organizationUid),
+        eq(invoiceLineItems.invoiceUid, first.invoiceUid),
+      ),
+    );
+  const start = Number(last?.position ?? 0);
+  return db
+    .insert(invoiceLineItems)
+    .values(rows.map((row, i) => ({ ...row, position: start + 1 + i })))
+    .returning();
 }
 
 export async function updateLineItem(
@@ -118,7 +133,7 @@ export async function listLineItems(
         inArray(invoiceLineItems.invoiceUid, invoiceUids),
       ),
     )
-    .orderBy(asc(invoiceLineItems.createdAt), asc(invoiceLineItems.uid));
+    .orderBy(asc(invoiceLineItems.position), asc(invoiceLineItems.uid));
 }
 
 export async function sumPayments(db: DbOrTx, organizationUid: string, invoiceUid: string): Promise<number> {

@@ -7,7 +7,13 @@ import { findProductsBySku } from '../products/products.repository.ts';
 import * as billing from '../billing/billing.service.ts';
 import { mergeFields, type StoredField } from './invoice-fields.ts';
 import { defaultStatus, statusesFor, type InvoiceType } from './invoice-statuses.ts';
-import { computeTotals, lineTotal } from './invoice-totals.ts';
+import {
+  computeTotals,
+  lineTotal,
+  MAX_INVOICE_AMOUNT_CENTS,
+  MAX_LINE_TOTAL_CENTS,
+  totalsInRange,
+} from './invoice-totals.ts';
 import { loadInvoiceViews, toCommentView, toLineItemView, type InvoiceView } from './invoice-view.ts';
 import * as repo from './invoices.repository.ts';
 import type {
@@ -72,20 +78,28 @@ async function resolveLines(
   const errors: FieldError[] = [];
   const out: ResolvedLine[] = [];
   for (const { prefix, input, base } of items) {
+    // On an update, sending the line's own SKU again is not a change: re-resolving it used to reset an
+    // overridden unit_price to the catalog price although the caller never sent a price.
+    const skuChanged = input.sku !== undefined && input.sku !== base?.sku;
     const sku = input.sku ?? base?.sku;
-    const product = input.sku !== undefined ? products.get(input.sku) : undefined;
-    if (input.sku !== undefined && !product) {
+    const product = skuChanged ? products.get(input.sku!) : undefined;
+    if (skuChanged && !product) {
       errors.push({
         field: `${prefix}sku`,
         message: `unknown SKU "${input.sku}" in this organization's catalog`,
       });
       continue;
     }
-    const contextType = input.context_type ?? base?.contextType ?? product?.contextType;
-    if (product && contextType !== product.contextType) {
+    // The kind follows the SKU: a new SKU brings its product's kind, an unchanged one keeps the line's.
+    // (The line's old kind used to win over a new SKU's, so moving a line to a SKU of the other kind
+    // was refused unless context_type was sent too; and sending context_type alone could turn a
+    // PRODUCT line into a DISCOUNT while it still pointed at the same product.)
+    const expectedType = product?.contextType ?? base?.contextType;
+    const contextType = input.context_type ?? expectedType;
+    if (expectedType && contextType !== expectedType) {
       errors.push({
         field: `${prefix}context_type`,
-        message: `SKU "${sku}" is a ${product.contextType}, not a ${contextType}`,
+        message: `SKU "${sku}" is a ${expectedType}, not a ${contextType}`,
       });
       continue;
     }
@@ -97,15 +111,33 @@ async function resolveLines(
       });
       continue;
     }
+    // A catalog price is in the product's currency: copying a EUR price onto a USD line silently
+    // bills the wrong amount, so a price in another currency must be given explicitly.
+    if (product && input.unit_price === undefined && product.currency !== currency) {
+      errors.push({
+        field: `${prefix}unit_price`,
+        message: `SKU "${sku}" is priced in ${product.currency}; send unit_price in ${currency}`,
+      });
+      continue;
+    }
+    const quantity = input.quantity ?? base?.quantity ?? 1;
+    // A new SKU brings its catalog price unless the caller sets one.
+    const unitPrice = input.unit_price ?? (product ? product.unitPrice : base!.unitPrice);
+    if (lineTotal(quantity, unitPrice) > MAX_LINE_TOTAL_CENTS) {
+      errors.push({
+        field: `${prefix}quantity`,
+        message: `quantity × unit_price must not exceed ${MAX_LINE_TOTAL_CENTS} cents`,
+      });
+      continue;
+    }
     out.push({
       contextTypeUid: product?.uid ?? base!.contextTypeUid,
       contextType: contextType!,
       contextName: product?.name ?? base!.contextName,
       sku: sku!,
       currency,
-      quantity: input.quantity ?? base?.quantity ?? 1,
-      // A new SKU brings its catalog price unless the caller sets one.
-      unitPrice: input.unit_price ?? (product ? product.unitPrice : base!.unitPrice),
+      quantity,
+      unitPrice,
     });
   }
   if (errors.length > 0) throw invalid(errors);
@@ -126,6 +158,11 @@ async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.I
     prePaymentCreditNotesCents: extra.prePaymentCreditNotesCents ?? row.prePaymentCreditNotesCents,
     paidCents: paid,
   });
+  if (!totalsInRange(t)) {
+    throw invalid([
+      { field: 'body', message: `the invoice's amounts would exceed ${MAX_INVOICE_AMOUNT_CENTS} cents` },
+    ]);
+  }
   return repo.updateInvoice(tx, row.organizationUid, row.uid, {
     ...extra,
     subtotalCents: t.subtotal_cents,
@@ -244,6 +281,9 @@ export async function createInvoice(
         ...(status === 'registered'
           ? { registeredBy: ctx.principal.user.id, registrationDate: new Date() }
           : {}),
+        // Created already paid: the paid date is now, as when PUT moves an invoice to paid (it used to
+        // stay null here, so the same status carried a paid_date or not depending on the route).
+        ...(status === 'paid' ? { paidDate: new Date() } : {}),
       });
       await repo.insertLineItems(
         tx,
@@ -347,16 +387,16 @@ export async function updateInvoice(
   const integration = await billing.findBillingIntegration(db, current.organizationUid);
   // Committed before the partner is called, so a partner that accepted an update we then failed to
   // commit is found and repaired by the reconciler.
-  const intent = integration ? await billing.recordSyncIntent(db, current, current.revision + 1) : undefined;
+  const intent = integration ? await billing.recordSyncIntent(db, current) : undefined;
   try {
     return await db.transaction(async (tx) => {
       const row = await getInvoiceRow(tx, ctx, uid, true);
       if (intent && row.revision !== current.revision) {
         throw new AppError('conflict', 'The invoice changed while this update was prepared; send it again');
       }
-      const updated = await applyUpdate(tx, ctx, row, body);
+      let updated = await applyUpdate(tx, ctx, row, body);
       if (integration && intent) {
-        await billing.syncInTransaction(tx, integration, await viewOf(tx, updated), intent, billingOptions);
+        updated = await billing.syncInTransaction(tx, integration, updated, intent, billingOptions, viewOf);
       }
       return viewOf(tx, updated);
     });
@@ -405,6 +445,15 @@ export async function updateLineItems(
         field: `${items.length > 1 ? `[${index}].` : ''}uid`,
         message: `no line item ${item.uid} on this invoice`,
       }));
+    // One line twice in a batch: both entries were resolved from the stored line and the second
+    // silently overwrote the first, while the response still showed both. Refused instead.
+    const seen = new Set<string>();
+    items.forEach((item, index) => {
+      if (seen.has(item.uid)) {
+        missing.push({ field: `[${index}].uid`, message: `line item ${item.uid} appears more than once` });
+      }
+      seen.add(item.uid);
+    });
     if (missing.length > 0) throw invalid(missing);
     const resolved = await resolveLines(
       tx,

@@ -145,9 +145,11 @@ export const invoiceLineItems = pgTable(
     quantity: integer('quantity').notNull(),
     unitPrice: bigint('unit_price', { mode: 'number' }).notNull(),
     lineTotal: bigint('line_total', { mode: 'number' }).notNull(),
+    /** Order on the invoice: lines are listed as they were added (a batch in the order sent). */
+    position: integer('position').notNull().default(0),
     ...timestamps,
   },
-  (t) => [index('invoice_line_items_invoice_idx').on(t.organizationUid, t.invoiceUid, t.createdAt, t.uid)],
+  (t) => [index('invoice_line_items_invoice_idx').on(t.organizationUid, t.invoiceUid, t.position, t.uid)],
 );
 
 export const invoiceComments = pgTable(
@@ -274,4 +276,19 @@ export const billingSyncIntents = pgTable(
     index('billing_sync_intents_pending_idx').on(t.state, t.createdAt),
     index('billing_sync_intents_invoice_idx').on(t.organizationUid, t.invoiceUid, t.revision),
   ],
+);
+
+/**
+ * Exact invoice counts per (organization, type, status), kept by triggers (migration 0003), so a list's
+ * `total_items` without text or date filters is a handful of row reads instead of a count over millions.
+ */
+export const invoiceCounts = pgTable(
+  'invoice_counts',
+  {
+    organizationUid: uuid('organization_uid').notNull(),
+    invoiceType: text('invoice_type').notNull(),
+    status: text('status').notNull(),
+    n: bigint('n', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [primaryKey({ columns: [t.organizationUid, t.invoiceType, t.status] })],
 );

@@ -1,0 +1,168 @@
+import multipart from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { envelope } from '../../platform/http/envelope.ts';
+import { AppError } from '../../platform/http/errors.ts';
+import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import {
+  discardSpooledFiles,
+  readMultipartForm,
+  type SpooledFile,
+} from '../../platform/storage/multipart-upload.ts';
+import {
+  Attachment,
+  AttachmentEnvelope,
+  AttachmentListEnvelope,
+  AttachmentListQuery,
+  MAX_ATTACHMENT_BYTES,
+  UploadForm,
+  type UploadFormT,
+} from './attachments.schemas.ts';
+import * as service from './attachments.service.ts';
+import { InvoiceParams } from './invoices.schemas.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The spooled files of a multipart upload (removed when the response is done). */
+    spooledFiles: SpooledFile[] | null;
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+const BOOLEAN_TEXT: Record<string, boolean> = {
+  true: true,
+  '1': true,
+  yes: true,
+  on: true,
+  false: false,
+  '0': false,
+  no: false,
+  off: false,
+};
+
+async function removeSpooledFiles(request: FastifyRequest) {
+  const files = request.spooledFiles;
+  request.spooledFiles = null;
+  await discardSpooledFiles(files);
+}
+
+export async function attachmentRoutes(app: App, deps: AppDeps) {
+  app.addSchema(Attachment);
+  const attachmentDeps = (request: FastifyRequest): service.AttachmentDeps => ({
+    db: deps.database.db,
+    storage: deps.objectStorage,
+    urlExpiresS: deps.config.presignedUrlExpiresS,
+    onOrphan: (key, error) =>
+      request.log.error({ err: error, storage_key: key }, 'attachment object left without a row'),
+  });
+  const tags = ['Invoices'];
+
+  /**
+   * preValidation of an upload: first the invoice (404 before a byte of the file is read), then the whole
+   * form: the file is spooled, and `request.body` becomes the form's values for schema validation and
+   * the idempotency hash (the file part is represented by its digest of name, type and bytes).
+   */
+  const readUploadForm = async (request: FastifyRequest) => {
+    const { uid } = request.params as { uid: string };
+    if (!UUID.test(uid)) {
+      throw new AppError('invalid_parameter', 'Invalid params parameter: uid must match format "uuid"', [
+        { field: 'uid', message: 'must match format "uuid"' },
+      ]);
+    }
+    await service.assertInvoiceVisible(attachmentDeps(request), request.tenant(), uid);
+    const form = await readMultipartForm(request, { maxFileBytes: MAX_ATTACHMENT_BYTES, maxFiles: 1 });
+    request.spooledFiles = form.files;
+    if (form.fields.has('file')) {
+      throw new AppError(
+        'validation_failed',
+        'file must be a file part (with a filename), not a text field',
+        [{ field: 'file', message: 'must be a file part, not a text field' }],
+      );
+    }
+    const body: Record<string, unknown> = Object.fromEntries(form.fields);
+    const isPublic = form.fields.get('is_public');
+    if (isPublic !== undefined) body.is_public = BOOLEAN_TEXT[isPublic.trim().toLowerCase()] ?? isPublic;
+    for (const file of form.files) body[file.fieldname] = file.digest;
+    request.body = body;
+  };
+
+  // multipart/form-data is understood by these routes only; elsewhere it stays a 415.
+  await app.register(async (scope: App) => {
+    await scope.register(multipart, { throwFileSizeLimit: true });
+    scope.decorateRequest('spooledFiles', null);
+
+    scope.post(
+      '/api/invoices/:uid/attachments',
+      {
+        schema: {
+          tags,
+          summary: 'Upload an attachment to an invoice (multipart/form-data)',
+          description:
+            'Form fields, in any order: `file` (required, at most 25 MB; 413 above), `description`, `is_public`. ' +
+            'Answers 201 with the attachment and a time-limited `presigned_url`. With `Idempotency-Key`, a retry ' +
+            'with the same file and fields replays the first answer; a different file → 422.',
+          params: InvoiceParams,
+          body: { content: { 'multipart/form-data': { schema: UploadForm } } },
+          response: { 201: AttachmentEnvelope, ...errorResponses },
+        },
+        config: { scope: 'invoices:write' },
+        preValidation: readUploadForm,
+        onResponse: removeSpooledFiles,
+        onRequestAbort: removeSpooledFiles,
+      },
+      async (request, reply) => {
+        const ctx = request.tenant();
+        const body = request.body as UploadFormT;
+        const file = request.spooledFiles?.find((f) => f.fieldname === 'file');
+        if (!file)
+          throw new AppError('validation_failed', 'file is required', [
+            { field: 'file', message: 'is required' },
+          ]);
+        let attachment: service.AttachmentView;
+        try {
+          attachment = await service.createAttachment(attachmentDeps(request), ctx, request.params.uid, {
+            path: file.path,
+            filename: file.filename,
+            contentType: file.contentType,
+            size: file.size,
+            description: body.description ?? '',
+            isPublic: body.is_public ?? false,
+          });
+        } finally {
+          await removeSpooledFiles(request);
+        }
+        return reply.code(201).send(envelope(attachment, 'Attachment uploaded', 201));
+      },
+    );
+  });
+
+  app.get(
+    '/api/invoices/:uid/attachments',
+    {
+      schema: {
+        tags,
+        summary: "List an invoice's attachments, newest first (interface 4.7)",
+        params: InvoiceParams,
+        querystring: AttachmentListQuery,
+        response: { 200: AttachmentListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'invoices:read' },
+    },
+    async (request) => {
+      const page = pageRequest(request.query, 10);
+      const { items, total } = await service.listAttachments(
+        attachmentDeps(request),
+        request.tenant(),
+        request.params.uid,
+        page,
+      );
+      const meta = pageMeta(page, total);
+      return envelope(
+        { items, _meta: meta, _links: pageLinks(deps.config.publicBaseUrl, request.url, meta) },
+        'Attachments',
+      );
+    },
+  );
+}

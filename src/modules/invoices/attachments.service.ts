@@ -1,0 +1,143 @@
+import crypto from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import type { Db } from '../../platform/db/client.ts';
+import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { notFound } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
+import * as repo from './attachments.repository.ts';
+import { findInvoice } from './invoices.repository.ts';
+
+export interface AttachmentDeps {
+  db: Db;
+  storage: ObjectStorage;
+  /** Lifetime of the presigned_url handed out, seconds. */
+  urlExpiresS: number;
+  /** Told when an object could not be removed after a failed insert (it is then an orphan). */
+  onOrphan?: (key: string, error: unknown) => void;
+}
+
+/** Interface 2.13. */
+export interface AttachmentView {
+  uid: string;
+  filename: string;
+  content_type: string;
+  file_size: number;
+  uploaded_by: number;
+  created_on: string;
+  description: string;
+  is_public: boolean;
+  invoice_uid: string;
+  presigned_url: string;
+}
+
+export interface NewAttachment {
+  /** The uploaded bytes, in a local file (the spooled multipart part). */
+  path: string;
+  filename: string;
+  contentType: string;
+  size: number;
+  description: string;
+  isPublic: boolean;
+}
+
+/** `<organization>/invoices/<invoice>/<attachment>/<file name made safe>`. */
+export function attachmentKey(organizationUid: string, invoiceUid: string, uid: string, filename: string) {
+  return `${organizationUid}/invoices/${invoiceUid}/${uid}/${sanitizeFilename(filename)}`;
+}
+
+async function toView(deps: AttachmentDeps, row: repo.AttachmentRow): Promise<AttachmentView> {
+  return {
+    uid: row.uid,
+    filename: row.filename,
+    content_type: row.contentType,
+    file_size: Number(row.fileSize),
+    uploaded_by: row.uploadedBy,
+    created_on: row.createdOn.toISOString(),
+    description: row.description,
+    is_public: row.isPublic,
+    invoice_uid: row.invoiceUid,
+    presigned_url: await deps.storage.presignedGetUrl(row.storageKey, {
+      expiresInSeconds: deps.urlExpiresS,
+      filename: row.filename,
+    }),
+  };
+}
+
+/** An invoice of one of the caller's organizations, or 404 (another tenant's invoice included). */
+async function invoiceOf(deps: AttachmentDeps, ctx: RequestContext, invoiceUid: string) {
+  const invoice = await findInvoice(deps.db, memberOrganizationUids(ctx), invoiceUid);
+  if (!invoice) throw notFound('Invoice');
+  return invoice;
+}
+
+/** 404 unless the invoice is one of the caller's (checked before an upload is read). */
+export async function assertInvoiceVisible(deps: AttachmentDeps, ctx: RequestContext, invoiceUid: string) {
+  await invoiceOf(deps, ctx, invoiceUid);
+}
+
+function isForeignKeyViolation(error: unknown): boolean {
+  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === '23503') return true;
+  }
+  return false;
+}
+
+/**
+ * Stores the file, then records it. The object goes first so that a row never points at nothing; if the
+ * row cannot be written the object is deleted again (an invoice deleted meanwhile → 404).
+ */
+export async function createAttachment(
+  deps: AttachmentDeps,
+  ctx: RequestContext,
+  invoiceUid: string,
+  input: NewAttachment,
+): Promise<AttachmentView> {
+  const invoice = await invoiceOf(deps, ctx, invoiceUid);
+  const uid = crypto.randomUUID();
+  const key = attachmentKey(invoice.organizationUid, invoice.uid, uid, input.filename);
+  await deps.storage.putObject(key, createReadStream(input.path), {
+    contentType: input.contentType,
+    contentLength: input.size,
+  });
+  let row: repo.AttachmentRow;
+  try {
+    row = await repo.insertAttachment(deps.db, {
+      uid,
+      organizationUid: invoice.organizationUid,
+      invoiceUid: invoice.uid,
+      filename: input.filename,
+      contentType: input.contentType,
+      fileSize: input.size,
+      storageKey: key,
+      uploadedBy: ctx.principal.user.id,
+      description: input.description,
+      isPublic: input.isPublic,
+    });
+  } catch (error) {
+    try {
+      await deps.storage.deleteObject(key);
+    } catch (cleanupError) {
+      deps.onOrphan?.(key, cleanupError);
+    }
+    if (isForeignKeyViolation(error)) throw notFound('Invoice');
+    throw error;
+  }
+  return toView(deps, row);
+}
+
+/** The invoice's attachments, newest first, each with a fresh presigned_url. */
+export async function listAttachments(
+  deps: AttachmentDeps,
+  ctx: RequestContext,
+  invoiceUid: string,
+  page: PageRequest,
+): Promise<{ items: AttachmentView[]; total: number }> {
+  const invoice = await invoiceOf(deps, ctx, invoiceUid);
+  const rows = await repo.listAttachments(deps.db, invoice.organizationUid, invoice.uid, {
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  const total = await repo.countAttachments(deps.db, invoice.organizationUid, invoice.uid);
+  return { items: await Promise.all(rows.map((row) => toView(deps, row))), total };
+}
