@@ -11,7 +11,7 @@ import { registerErrorHandling } from './platform/http/error-handler.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { App, AppDeps } from './platform/http/types.ts';
-import { authenticate } from './modules/api-keys/api-keys.service.ts';
+import { authenticate, MembershipCache } from './modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
@@ -113,8 +113,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.decorate('lastUsed', lastUsed);
   app.addHook('onClose', async () => lastUsed.close());
 
+  const membershipCache = new MembershipCache();
   await app.register(authPlugin, {
-    authenticate: (key) => authenticate(deps.database, deps.config.apiKeyPepper, key),
+    authenticate: (key) => authenticate(deps.database, deps.config.apiKeyPepper, key, membershipCache),
     rateLimiter: deps.rateLimiter,
     onAuthenticated: (principal) => lastUsed.mark(principal.apiKeyUid),
   });

@@ -70,6 +70,13 @@ export async function revokeApiKey(
   return findApiKey(db, organizationUid, uid);
 }
 
+export interface AuthMembershipRow {
+  organization_uid: string;
+  organization_name: string;
+  role: 'admin' | 'member';
+  is_default: boolean;
+}
+
 export interface AuthRow {
   key_uid: string;
   key_organization_uid: string;
@@ -82,37 +89,38 @@ export interface AuthRow {
   email: string;
   full_name: string;
   avatar_url: string | null;
-  memberships: {
-    organization_uid: string;
-    organization_name: string;
-    role: 'admin' | 'member';
-    is_default: boolean;
-  }[];
+  auth_version: number;
+  /** null when the caller already holds the memberships of `auth_version`. */
+  memberships: AuthMembershipRow[] | null;
 }
 
 /**
- * Everything authentication needs in one indexed read: the key by its hash, its user and the user's
- * memberships. Expiry is judged by the database clock so every instance agrees.
+ * Everything authentication needs in one statement: the key by its hash and its user, plus the user's
+ * memberships only when they changed since `knownVersion` (the steady state is one indexed read of two
+ * rows; the aggregate runs once per change). Expiry is judged by the database clock so every instance
+ * agrees.
  */
 export async function findKeyForAuthentication(
   database: Database,
   keyHash: string,
+  knownVersion: number,
 ): Promise<AuthRow | undefined> {
   const rows = await preparedQuery<AuthRow>(
     database,
-    'remit_authenticate',
+    'remit_authenticate_v2',
     `select k.uid as key_uid, k.organization_uid as key_organization_uid, k.key_hash, k.scopes,
             (k.expires_at is not null and k.expires_at <= now()) as is_expired,
             (k.revoked_at is not null) as is_revoked,
-            u.uid as user_uid, u.id as user_id, u.email, u.full_name, u.avatar_url,
-            coalesce((select json_agg(json_build_object(
-                        'organization_uid', m.organization_uid, 'organization_name', o.name,
-                        'role', m.role, 'is_default', m.is_default) order by m.organization_uid)
-                      from memberships m join organizations o on o.uid = m.organization_uid
-                      where m.user_uid = u.uid), '[]'::json) as memberships
+            u.uid as user_uid, u.id as user_id, u.email, u.full_name, u.avatar_url, u.auth_version,
+            case when u.auth_version = $2 then null else
+              coalesce((select json_agg(json_build_object(
+                          'organization_uid', m.organization_uid, 'organization_name', o.name,
+                          'role', m.role, 'is_default', m.is_default) order by m.organization_uid)
+                        from memberships m join organizations o on o.uid = m.organization_uid
+                        where m.user_uid = u.uid), '[]'::json) end as memberships
        from api_keys k join users u on u.uid = k.user_uid
       where k.key_hash = $1`,
-    [keyHash],
+    [keyHash, knownVersion],
   );
   return rows[0];
 }

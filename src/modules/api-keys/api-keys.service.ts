@@ -1,7 +1,12 @@
 import crypto from 'node:crypto';
 import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
-import { contextFor, type Principal, type RequestContext } from '../../platform/http/context.ts';
+import {
+  contextFor,
+  type Membership,
+  type Principal,
+  type RequestContext,
+} from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
@@ -162,20 +167,52 @@ export async function revokeApiKey(db: Db, principal: Principal, requestId: stri
 export type AuthenticationResult =
   { ok: true; principal: Principal } | { ok: false; reason: 'malformed' | 'unknown' | 'expired' | 'revoked' };
 
+/**
+ * Memberships already read, per key hash, with the user's `auth_version` they belong to. Bounded; an
+ * entry is only ever used when the database says the version is still current.
+ */
+export class MembershipCache {
+  private readonly entries = new Map<string, { version: number; memberships: Membership[] }>();
+  constructor(private readonly maxEntries = 50_000) {}
+
+  get(keyHash: string) {
+    return this.entries.get(keyHash);
+  }
+
+  set(keyHash: string, version: number, memberships: Membership[]) {
+    if (this.entries.size >= this.maxEntries) this.entries.clear();
+    this.entries.set(keyHash, { version, memberships });
+  }
+}
+
 /** Turns a presented key into a principal. A key whose checksum is wrong never reaches the database. */
 export async function authenticate(
   database: Database,
   pepper: string | undefined,
   key: string,
+  cache: MembershipCache = new MembershipCache(),
 ): Promise<AuthenticationResult> {
   if (!hasValidChecksum(key)) return { ok: false, reason: 'malformed' };
   const hash = hashApiKey(key, pepper);
-  const row = await repo.findKeyForAuthentication(database, hash);
+  const cached = cache.get(hash);
+  const row = await repo.findKeyForAuthentication(database, hash, cached?.version ?? -1);
   if (!row || !crypto.timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
     return { ok: false, reason: 'unknown' };
   }
   if (row.is_revoked) return { ok: false, reason: 'revoked' };
   if (row.is_expired) return { ok: false, reason: 'expired' };
+  let memberships: Membership[];
+  if (row.memberships === null && cached && cached.version === row.auth_version) {
+    memberships = cached.memberships;
+  } else {
+    memberships = (row.memberships ?? []).map((m) => ({
+      organizationUid: m.organization_uid,
+      organizationName: m.organization_name,
+      role: m.role as Role,
+      isDefault: m.is_default,
+    }));
+    cache.set(hash, row.auth_version, memberships);
+  }
   return {
     ok: true,
     principal: {
@@ -189,12 +226,7 @@ export async function authenticate(
         fullName: row.full_name,
         avatarUrl: row.avatar_url,
       },
-      memberships: row.memberships.map((m) => ({
-        organizationUid: m.organization_uid,
-        organizationName: m.organization_name,
-        role: m.role as Role,
-        isDefault: m.is_default,
-      })),
+      memberships,
     },
   };
 }

@@ -35,6 +35,11 @@ export const users = pgTable(
     email: text('email').notNull(),
     fullName: text('full_name').notNull().default(''),
     avatarUrl: text('avatar_url'),
+    /**
+     * Bumped by triggers whenever the user's memberships (or an organization's name they show) change,
+     * so authentication can reuse memberships it already read and still never serve stale ones.
+     */
+    authVersion: integer('auth_version').notNull().default(0),
     ...timestamps,
   },
   (t) => [uniqueIndex('users_id_key').on(t.id), uniqueIndex('users_email_key').on(t.email)],
