@@ -58,6 +58,15 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
 
+  // Every route as registered, so a test can prove the OpenAPI document leaves none out.
+  const routeList: { method: string; url: string }[] = [];
+  app.decorate('routeList', routeList);
+  app.addHook('onRoute', (route) => {
+    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
+      routeList.push({ method: String(method), url: route.url });
+    }
+  });
+
   const ajv = validators();
   app.setValidatorCompiler(({ schema, httpPart }) =>
     httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema),
@@ -68,17 +77,20 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks: these run on every request, and skip a promise each.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('X-Request-Id', request.id);
     // A request that arrives on an open keep-alive socket during shutdown gets the one error body.
     if (closing) {
       reply.header('Connection', 'close');
-      throw new AppError('service_unavailable', 'The server is shutting down; retry on another instance');
+      done(new AppError('service_unavailable', 'The server is shutting down; retry on another instance'));
+      return;
     }
+    done();
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('Connection', 'close');
-    return payload;
+    done(null, payload);
   });
 
   registerErrorHandling(app);
@@ -138,5 +150,6 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 declare module 'fastify' {
   interface FastifyInstance {
     lastUsed: LastUsedRecorder;
+    routeList: { method: string; url: string }[];
   }
 }

@@ -28,6 +28,8 @@ export interface TestAppOptions {
   rateLimiter?: RateLimiter;
   /** Start job workers (off by default: most tests only check what was enqueued). */
   workers?: boolean;
+  /** Extra routes or hooks a test needs, registered before the app is ready. */
+  beforeReady?: (app: App, deps: AppDeps) => void;
 }
 
 /** The real app over a fresh, migrated database of its own. */
@@ -51,6 +53,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const objectStorage = await createObjectStorage(config);
   const deps: AppDeps = { config, database, jobs, rateLimiter, objectStorage };
   const app = await buildApp(deps, { logger: false });
+  options.beforeReady?.(app, deps);
   await registerJobs(deps, app.log);
   if (options.workers) await jobs.startWorkers();
   await app.ready();
@@ -68,6 +71,28 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await objectStorage.close();
       await testDb.drop();
       await fs.rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Another instance of the service over the same database (as a second process would be), with its own
+ * rate limiter unless one is given.
+ */
+export async function secondInstance(
+  first: TestApp,
+  rateLimiter: RateLimiter = new MemoryRateLimiter(
+    first.config.rateLimitMax,
+    first.config.rateLimitWindowS * 1000,
+  ),
+): Promise<{ app: App; close(): Promise<void> }> {
+  const app = await buildApp({ ...first.deps, rateLimiter }, { logger: false });
+  await app.ready();
+  return {
+    app,
+    close: async () => {
+      await app.close();
+      await rateLimiter.close();
     },
   };
 }

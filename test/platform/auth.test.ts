@@ -1,13 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { buildApp } from '../../src/app.ts';
 import { generateApiKey } from '../../src/modules/api-keys/api-key-format.ts';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from '../../src/modules/api-keys/last-used-recorder.ts';
 import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
-import { MemoryRateLimiter } from '../../src/platform/http/rate-limit.ts';
 import type { App } from '../../src/platform/http/types.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
@@ -25,19 +23,6 @@ afterAll(async () => {
   await other?.close();
   await t?.close();
 });
-
-async function secondInstance(first: TestApp): Promise<{ app: App; close(): Promise<void> }> {
-  const rateLimiter = new MemoryRateLimiter(first.config.rateLimitMax, first.config.rateLimitWindowS * 1000);
-  const app = await buildApp({ ...first.deps, rateLimiter }, { logger: false });
-  await app.ready();
-  return {
-    app,
-    close: async () => {
-      await app.close();
-      await rateLimiter.close();
-    },
-  };
-}
 
 /**
  * Counts the statements sent to the database while `fn` runs: a spy that calls through on the driver

@@ -1,32 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { Type } from 'typebox';
-import { buildApp } from '../../src/app.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
-import type { App, AppDeps } from '../../src/platform/http/types.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { engine } from '../helpers/test-database.ts';
-
-/**
- * The real app plus test routes: a second app over the deps (database, jobs, stores) that
- * createTestApp built, with the routes registered before `ready()` (createTestApp's own app is ready).
- */
-async function createAppWithRoutes(register: (app: App, deps: AppDeps) => void): Promise<TestApp> {
-  const base = await createTestApp();
-  const app = await buildApp(base.deps, { logger: false });
-  register(app, base.deps);
-  await app.ready();
-  return {
-    ...base,
-    app,
-    close: async () => {
-      await app.close();
-      await base.close();
-    },
-  };
-}
 
 const SECRET = 'secret internal detail at /x/y.ts:12';
 // Raises a real PostgreSQL error with SQLSTATE 57014 (query_canceled, what statement_timeout raises).
@@ -36,47 +15,49 @@ let t: TestApp;
 let p: Principals;
 
 beforeAll(async () => {
-  t = await createAppWithRoutes((app, deps) => {
-    const { db } = deps.database;
-    app.get('/api/test-boom', { config: { public: true } }, async () => {
-      throw new Error(SECRET);
-    });
-    app.get('/api/test-boom-sync', { config: { public: true } }, () => {
-      const error = new Error(SECRET) as Error & { detail: string };
-      error.detail = 'password=hunter2';
-      throw error;
-    });
-    // The driver's own error (what rawQuery callers see).
-    app.get('/api/test-pg-raw', { config: { public: true } }, async () => {
-      await rawQuery(db, RAISE_57014);
-      return { ok: true };
-    });
-    // Through drizzle, which wraps the driver's error in a DrizzleQueryError (code on `cause`).
-    app.get('/api/test-pg-drizzle', { config: { public: true } }, async () => {
-      await db.execute(sql.raw(RAISE_57014));
-      return { ok: true };
-    });
-    // A real statement timeout (PostgreSQL only: PGlite does not enforce statement_timeout).
-    app.get('/api/test-pg-timeout', { config: { public: true } }, async () => {
-      await db.transaction(async (tx) => {
-        await tx.execute(sql`set local statement_timeout = 50`);
-        await tx.execute(sql`select pg_sleep(2)`);
+  t = await createTestApp({
+    beforeReady: (app, deps) => {
+      const { db } = deps.database;
+      app.get('/api/test-boom', { config: { public: true } }, async () => {
+        throw new Error(SECRET);
       });
-      return { ok: true };
-    });
-    app.get(
-      '/api/test-enum',
-      {
-        schema: {
-          querystring: Type.Object({
-            mode: Type.Optional(Type.Enum(['fast', 'deep'])),
-            sort: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
-            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50 })),
-          }),
+      app.get('/api/test-boom-sync', { config: { public: true } }, () => {
+        const error = new Error(SECRET) as Error & { detail: string };
+        error.detail = 'password=hunter2';
+        throw error;
+      });
+      // The driver's own error (what rawQuery callers see).
+      app.get('/api/test-pg-raw', { config: { public: true } }, async () => {
+        await rawQuery(db, RAISE_57014);
+        return { ok: true };
+      });
+      // Through drizzle, which wraps the driver's error in a DrizzleQueryError (code on `cause`).
+      app.get('/api/test-pg-drizzle', { config: { public: true } }, async () => {
+        await db.execute(sql.raw(RAISE_57014));
+        return { ok: true };
+      });
+      // A real statement timeout (PostgreSQL only: PGlite does not enforce statement_timeout).
+      app.get('/api/test-pg-timeout', { config: { public: true } }, async () => {
+        await db.transaction(async (tx) => {
+          await tx.execute(sql`set local statement_timeout = 50`);
+          await tx.execute(sql`select pg_sleep(2)`);
+        });
+        return { ok: true };
+      });
+      app.get(
+        '/api/test-enum',
+        {
+          schema: {
+            querystring: Type.Object({
+              mode: Type.Optional(Type.Enum(['fast', 'deep'])),
+              sort: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
+              limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 50 })),
+            }),
+          },
         },
-      },
-      async (request) => ({ query: request.query }),
-    );
+        async (request) => ({ query: request.query }),
+      );
+    },
   });
   p = await createPrincipals(t);
 });

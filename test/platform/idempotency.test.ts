@@ -1,31 +1,10 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
-import { buildApp } from '../../src/app.ts';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
-import type { App } from '../../src/platform/http/types.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
-
-/**
- * The real app plus test routes: a second app over the deps (database, jobs, stores) that
- * createTestApp built, with the routes registered before `ready()` (createTestApp's own app is ready).
- */
-async function createAppWithRoutes(register: (app: App) => void): Promise<TestApp> {
-  const base = await createTestApp();
-  const app = await buildApp(base.deps, { logger: false });
-  register(app);
-  await app.ready();
-  return {
-    ...base,
-    app,
-    close: async () => {
-      await app.close();
-      await base.close();
-    },
-  };
-}
 
 let t: TestApp;
 let p: Principals;
@@ -36,22 +15,24 @@ let failNext = false;
 let gate: { entered: () => void; release: Promise<void> } | null = null;
 
 beforeAll(async () => {
-  t = await createAppWithRoutes((app) => {
-    app.post('/api/test-counter', async (request, reply) => {
-      runs += 1;
-      if (failNext) {
-        failNext = false;
-        throw new Error('transient failure');
-      }
-      if (gate) {
-        const g = gate;
-        g.entered();
-        await g.release;
-      }
-      return reply
-        .code(201)
-        .send({ status: 'success', status_code: 201, message: 'ok', data: { run: runs } });
-    });
+  t = await createTestApp({
+    beforeReady: (app) => {
+      app.post('/api/test-counter', async (request, reply) => {
+        runs += 1;
+        if (failNext) {
+          failNext = false;
+          throw new Error('transient failure');
+        }
+        if (gate) {
+          const g = gate;
+          g.entered();
+          await g.release;
+        }
+        return reply
+          .code(201)
+          .send({ status: 'success', status_code: 201, message: 'ok', data: { run: runs } });
+      });
+    },
   });
   p = await createPrincipals(t);
 });

@@ -1,7 +1,6 @@
 import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Redis } from 'ioredis';
-import { buildApp } from '../../src/app.ts';
 import { generateApiKey } from '../../src/modules/api-keys/api-key-format.ts';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -9,30 +8,13 @@ import {
   createRateLimiter,
   MemoryRateLimiter,
   RedisRateLimiter,
-  type RateLimiter,
 } from '../../src/platform/http/rate-limit.ts';
 import type { App } from '../../src/platform/http/types.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
-
-/** Another instance of the service over the same database, with its own rate limiter. */
-async function secondInstance(
-  first: TestApp,
-  rateLimiter: RateLimiter,
-): Promise<{ app: App; close(): Promise<void> }> {
-  const app = await buildApp({ ...first.deps, rateLimiter }, { logger: false });
-  await app.ready();
-  return {
-    app,
-    close: async () => {
-      await app.close();
-      await rateLimiter.close();
-    },
-  };
-}
 
 /** A fresh full-access key of orgA's admin, so each test starts with an untouched quota. */
 async function freshKey(t: TestApp, p: Principals): Promise<string> {

@@ -71,6 +71,12 @@ describe('GET /api/openapi.json', () => {
       'DELETE /api/api-keys/{uid}',
     ];
     for (const route of expected) expect(documented).toContain(route);
+    // And nothing registered is left out (bar HEAD twins and the docs page's own assets).
+    const undocumented = t.app.routeList
+      .filter((r) => r.method !== 'HEAD' && !r.url.startsWith('/docs'))
+      .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{*}')}`)
+      .filter((r) => !documented.has(r));
+    expect(undocumented).toEqual([]);
     expect(routes).toContain('api-keys');
     // Error responses point at the shared component.
     expect(JSON.stringify(doc.paths['/api/api-keys'].post.responses['422'])).toContain('ErrorBody');

@@ -72,7 +72,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
   const keyParams = (c: IdempotencyClaim) => [c.organizationUid, c.apiKeyUid, c.method, c.path, c.key];
   const WHERE = `organization_uid = $1 and api_key_uid = $2 and method = $3 and path = $4 and idempotency_key = $5`;
 
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
+  const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply) => {
     if (request.method !== 'POST' || !request.principal) return;
     const header = request.headers['idempotency-key'];
     if (header === undefined) return;
@@ -129,9 +129,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
       'idempotency_key_in_use',
       'A request with this Idempotency-Key is still being processed',
     );
-  });
+  };
 
-  app.addHook('onSend', async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  const record = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const c = request.idempotencyClaim;
     if (!c) return payload;
     request.idempotencyClaim = null;
@@ -160,6 +160,15 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
       [...keyParams(c), reply.statusCode, stored, typeof contentType === 'string' ? contentType : null],
     );
     return payload;
+  };
+
+  // Only POST routes carry the hooks: every other request pays nothing for idempotency.
+  app.addHook('onRoute', (route) => {
+    const methods = Array.isArray(route.method) ? route.method : [route.method];
+    if (!methods.includes('POST')) return;
+    const asList = <T>(hook: T | T[] | undefined): T[] => (hook === undefined ? [] : Array.isArray(hook) ? hook : [hook]);
+    route.preHandler = [...asList(route.preHandler), claimOrReplay] as typeof route.preHandler;
+    route.onSend = [...asList(route.onSend), record] as typeof route.onSend;
   });
 }
 
