@@ -177,7 +177,9 @@ run(argv, out)
           ? 'data_dir_locked'
           : error instanceof UsageError
             ? 'usage'
-            : 'failed';
+            : error instanceof ConfigError
+              ? 'config'
+              : 'failed';
     // Unexpected failures keep their details (SQL, stack) on stderr only.
     const shown = code === 'failed' ? 'Unexpected failure; details on stderr' : message;
     if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: shown } })}\n`);

@@ -10,6 +10,8 @@ export interface SeedOptions {
   apRatio: number;
   parties: number;
   batchSize?: number;
+  /** From this many invoices on, indexes are rebuilt after the load instead of kept (default 50,000). */
+  bulkThreshold?: number;
 }
 
 export interface SeedResult {
@@ -104,13 +106,16 @@ export async function seedOrganization(db: Db, options: SeedOptions): Promise<Se
   // A big load is far faster into a bare table with the indexes rebuilt once afterwards (sorted builds)
   // than through some 30 indexes row by row. Their definitions are read from the catalog, so the
   // rebuild always matches the migrations.
-  const bulk = options.invoices >= 50_000;
+  const bulk = options.invoices >= (options.bulkThreshold ?? 50_000);
   const indexes = bulk
     ? await rawQuery<{ name: string; definition: string }>(
         db,
         `select i.indexname as name, i.indexdef as definition from pg_indexes i
           where i.schemaname = current_schema() and i.tablename = 'invoices'
-            and i.indexname not in (select conname from pg_constraint where conrelid = 'invoices'::regclass)`,
+            and i.indexname not in (select conname from pg_constraint where conrelid = 'invoices'::regclass)
+            -- Unique indexes stay: they keep the load honest (a clashing invoice number is skipped by
+            -- ON CONFLICT DO NOTHING instead of breaking the rebuild afterwards).
+            and i.indexdef not like 'CREATE UNIQUE INDEX%'`,
       )
     : [];
   if (bulk) {
@@ -123,17 +128,7 @@ export async function seedOrganization(db: Db, options: SeedOptions): Promise<Se
   try {
     await insertInvoices(db, org, options, batch, parties);
   } finally {
-    if (bulk) {
-      await db.transaction(async (tx) => {
-        await tx.execute(sql`set local statement_timeout = 0`);
-        await tx.execute(sql`set local maintenance_work_mem = '256MB'`);
-        for (const index of indexes) await tx.execute(sql.raw(index.definition));
-        await tx.execute(sql`alter table invoices enable trigger invoices_count_insert_delete`);
-        await tx.execute(sql`delete from invoice_counts`);
-        await tx.execute(sql`insert into invoice_counts (organization_uid, invoice_type, status, n)
-          select organization_uid, invoice_type, status, count(*) from invoices group by 1, 2, 3`);
-      });
-    }
+    if (bulk) await restoreAfterBulkLoad(db, indexes);
   }
   const [counts] = await rawQuery<{ ap: number; ar: number }>(
     db,
@@ -155,6 +150,37 @@ export async function seedOrganization(db: Db, options: SeedOptions): Promise<Se
     receivable: counts?.ar ?? 0,
     seconds: Math.round((Date.now() - started) / 100) / 10,
   };
+}
+
+/**
+ * Puts back what the bulk load took away — each index on its own, so one failure cannot leave the
+ * others missing — and recounts invoice_counts before the trigger counts again.
+ */
+async function restoreAfterBulkLoad(db: Db, indexes: { name: string; definition: string }[]): Promise<void> {
+  const failures: string[] = [];
+  const attempt = async (what: string, statements: string[]) => {
+    try {
+      await db.transaction(async (tx) => {
+        await tx.execute(sql`set local statement_timeout = 0`);
+        await tx.execute(sql`set local maintenance_work_mem = '256MB'`);
+        for (const statement of statements) await tx.execute(sql.raw(statement));
+      });
+    } catch (error) {
+      failures.push(`${what}: ${(error as Error).message}`);
+    }
+  };
+  for (const index of indexes) {
+    await attempt(`index ${index.name}`, [
+      index.definition.replace(/^CREATE INDEX /, 'CREATE INDEX IF NOT EXISTS '),
+    ]);
+  }
+  await attempt('invoice counts', [
+    'alter table invoices enable trigger invoices_count_insert_delete',
+    'delete from invoice_counts',
+    `insert into invoice_counts (organization_uid, invoice_type, status, n)
+       select organization_uid, invoice_type, status, count(*) from invoices group by 1, 2, 3`,
+  ]);
+  if (failures.length > 0) throw new Error(`Restoring after the bulk load failed: ${failures.join('; ')}`);
 }
 
 async function insertInvoices(db: Db, org: string, options: SeedOptions, batch: number, parties: number) {
@@ -204,7 +230,7 @@ async function insertInvoices(db: Db, org: string, options: SeedOptions, batch: 
           ) g
           join parties c on c.uid = md5('${org}:party:' || g.client)::uuid
           join parties v on v.uid = md5('${org}:party:' || g.vendor)::uuid
-        on conflict (uid) do nothing`),
+        on conflict do nothing`),
       );
     });
   }
