@@ -8,7 +8,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import pg from 'pg';
 import { cleanupAll, cleanupStarted, errorMessage, onCleanup } from './lib/cleanup.ts';
+import { capturePlans, type PlanCapture } from './lib/explain.ts';
 import {
   measure,
   probe,
@@ -40,16 +42,24 @@ import {
   renderTable,
   writeResults,
   type BenchResults,
+  type LatencyTargetResult,
   type ReferenceResult,
+  type ScalingResult,
   type ScenarioResult,
+  type SeedStep,
   type TargetResult,
 } from './lib/report.ts';
 import {
+  allScenarios,
   bareReferences,
+  DEFAULT_INVOICE_SIZES,
   ENGINES,
   oneReadReferences,
-  scenarios as allScenarios,
+  SAMPLE_INVOICE,
+  SEED_PARTIES,
+  seededInvoiceUid,
   type BareReferenceId,
+  type Checked,
   type Engine,
   type RemitContext,
   type Scenario,
@@ -78,26 +88,61 @@ function listFromEnv(name: string): string[] | undefined {
 interface Settings extends LoadSettings {
   startTimeoutMs: number;
   adminUrl: string;
+  invoiceSizes: number[];
   scenarios: Scenario[];
+}
+
+/** BENCH_INVOICE_SIZES: "10000,100000" or "10k,100k,1m". */
+function sizesFromEnv(): number[] {
+  const raw = listFromEnv('BENCH_INVOICE_SIZES');
+  if (!raw) return DEFAULT_INVOICE_SIZES;
+  const sizes = raw.map((value) => {
+    const match = /^(\d+)([km]?)$/i.exec(value);
+    const size = match ? Number(match[1]) * { '': 1, k: 1000, m: 1_000_000 }[match[2]!.toLowerCase()]! : 0;
+    if (!Number.isSafeInteger(size) || size < 1) {
+      throw new BenchError(`BENCH_INVOICE_SIZES: "${value}" is not a size (e.g. 10000, 100k, 1m)`);
+    }
+    return size;
+  });
+  return [...new Set(sizes)].sort((a, b) => a - b);
+}
+
+/** A BENCH_SCENARIOS entry: a scenario id, a group ("me", "invoices") or an id pattern with `*`. */
+function selects(pattern: string, scenario: Scenario): boolean {
+  if (pattern === scenario.id || pattern === scenario.group) return true;
+  if (!pattern.includes('*')) return false;
+  const regex = pattern
+    .split('*')
+    .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+    .join('.*');
+  return new RegExp(`^${regex}$`).test(scenario.id);
 }
 
 function loadSettings(): Settings {
   const onlyIds = listFromEnv('BENCH_SCENARIOS');
   const onlyEngines = listFromEnv('BENCH_ENGINES');
+  const invoiceSizes = sizesFromEnv();
+  const known = allScenarios({ invoiceSizes });
   for (const engine of onlyEngines ?? []) {
     if (!ENGINES.includes(engine as Engine)) {
       throw new BenchError(`BENCH_ENGINES: unknown engine "${engine}" (known: ${ENGINES.join(', ')})`);
     }
   }
-  for (const id of onlyIds ?? []) {
-    if (!allScenarios.some((s) => s.id === id)) {
+  for (const pattern of onlyIds ?? []) {
+    if (!known.some((s) => selects(pattern, s))) {
+      const groups = [...new Set(known.map((s) => s.group))];
       throw new BenchError(
-        `BENCH_SCENARIOS: unknown scenario "${id}" (known: ${allScenarios.map((s) => s.id).join(', ')})`,
+        `BENCH_SCENARIOS: "${pattern}" selects nothing (groups: ${groups.join(', ')}; ids such as ${known
+          .slice(0, 4)
+          .map((s) => s.id)
+          .join(', ')}; or a pattern like "inv-1m-*")`,
       );
     }
   }
-  const scenarios = allScenarios.filter(
-    (s) => (!onlyIds || onlyIds.includes(s.id)) && (!onlyEngines || onlyEngines.includes(s.engine)),
+  const scenarios = known.filter(
+    (s) =>
+      (!onlyIds || onlyIds.some((pattern) => selects(pattern, s))) &&
+      (!onlyEngines || onlyEngines.includes(s.engine)),
   );
   if (scenarios.length === 0) throw new BenchError('no scenario selected');
   return {
@@ -107,6 +152,7 @@ function loadSettings(): Settings {
     pipelining: 1,
     startTimeoutMs: intFromEnv('BENCH_START_TIMEOUT_S', 120, 1) * 1000,
     adminUrl: process.env.BENCH_DATABASE_URL?.trim() || DEFAULT_ADMIN_URL,
+    invoiceSizes,
     scenarios,
   };
 }
@@ -263,7 +309,12 @@ async function initRemit(engine: Engine, dbEnv: Record<string, string>): Promise
   return { api_key: parsed.api_key, organization_uid: parsed.organization_uid, user_uid: parsed.user_uid };
 }
 
-function remitContext(engine: Engine, baseUrl: string, init: InitResult): RemitContext {
+function remitContext(
+  engine: Engine,
+  baseUrl: string,
+  init: InitResult,
+  query: RemitContext['query'],
+): RemitContext {
   const auth = { authorization: `Bearer ${init.api_key}` };
   return {
     engine,
@@ -272,6 +323,8 @@ function remitContext(engine: Engine, baseUrl: string, init: InitResult): RemitC
     organizationUid: init.organization_uid,
     userUid: init.user_uid,
     auth,
+    seededInvoices: 0,
+    ...(query ? { query } : {}),
     api: async <T>(method: HttpMethod, route: string, body?: unknown): Promise<T> => {
       const init: RequestInit = {
         method,
@@ -291,27 +344,128 @@ function remitContext(engine: Engine, baseUrl: string, init: InitResult): RemitC
 // ---------------------------------------------------------------------------------------------------
 // Measuring
 
+interface MeasureOptions {
+  expectStatus: number;
+  /** Overrides settings.connections. */
+  connections?: number | undefined;
+  /** Checks the first answer's JSON body (throws when wrong). */
+  verify?: ((body: unknown) => Checked | Promise<Checked>) | undefined;
+  /** The database whose PostgreSQL backends' CPU is reported apart. */
+  postgresDatabase?: string | undefined;
+}
+
 async function measureChecked(
   server: Server,
   request: RequestSpec,
-  expectStatus: number,
   settings: Settings,
-): Promise<Figures> {
+  options: MeasureOptions,
+): Promise<{ figures: Figures; checked: Checked | null }> {
   const first = await probe(server.baseUrl, request);
-  if (first.status !== expectStatus) {
+  if (first.status !== options.expectStatus) {
     throw new BenchError(
-      `${request.method} ${request.path} on ${server.name} answered ${first.status}, expected ${expectStatus}: ${first.body.toString('utf8').slice(0, 300)}`,
+      `${request.method} ${request.path} on ${server.name} answered ${first.status}, expected ${options.expectStatus}: ${first.body.toString('utf8').slice(0, 300)}`,
     );
   }
+  let checked: Checked | null = null;
+  if (options.verify) {
+    let body: unknown;
+    try {
+      body = JSON.parse(first.body.toString('utf8'));
+    } catch {
+      throw new BenchError(`${request.method} ${request.path} answered no JSON`);
+    }
+    checked = await options.verify(body);
+  }
+  const load = { ...settings, connections: options.connections ?? settings.connections };
   log(
-    `  ${request.method} ${request.path} on ${server.name}: warm-up ${settings.warmupS} s, run ${settings.durationS} s`,
+    `  ${request.method} ${request.path} on ${server.name}, ${load.connections} connection(s): warm-up ${settings.warmupS} s, run ${settings.durationS} s${checked ? ` (${JSON.stringify(checked)})` : ''}`,
   );
-  const figures = await measure(server.baseUrl, request, settings, server.child.process.pid);
+  const figures = await measure(
+    server.baseUrl,
+    request,
+    load,
+    server.child.process.pid,
+    options.postgresDatabase,
+  );
   assertAlive(server);
+  const { cpu } = figures;
   log(
-    `    ${figures.requests_per_s.toFixed(0)} req/s, p50 ${figures.latency_ms.p50} ms, p99 ${figures.latency_ms.p99} ms, non-2xx ${figures.status.non2xx}, errors ${figures.errors}; CPU: server ${figures.cpu.server_percent ?? '?'}%, load generator ${figures.cpu.load_generator_percent}%, cores busy ${JSON.stringify(figures.cpu.core_busy_percent)}`,
+    `    ${figures.requests_per_s.toFixed(0)} req/s, p50 ${figures.latency_ms.p50} ms, p99 ${figures.latency_ms.p99} ms, non-2xx ${figures.status.non2xx}, errors ${figures.errors}; CPU: server ${cpu.server_percent ?? '?'}%, postgres ${cpu.postgres_percent ?? '?'}%, load generator ${cpu.load_generator_percent}%, others ${cpu.others_percent ?? '?'}%, cores busy ${JSON.stringify(cpu.core_busy_percent)}`,
   );
-  return figures;
+  return { figures, checked };
+}
+
+const SEED_TIMEOUT_MS = 30 * 60_000;
+
+/**
+ * `remit seed` brings the bench organization to `invoices` payable invoices. The seed is
+ * deterministic and only adds missing rows, so 10k → 100k → 1M ends with the rows a direct 1M seed
+ * writes (the party count is fixed for that). PostgreSQL has no data-directory lock, so the CLI runs
+ * beside the running server (which idles meanwhile); a checkpoint afterwards keeps the flush of the
+ * load out of the measured runs.
+ */
+async function seedInvoices(
+  ctx: RemitContext,
+  dbEnv: Record<string, string>,
+  invoices: number,
+  server: Server,
+): Promise<SeedStep> {
+  log(
+    `  remit seed: ${invoices.toLocaleString('en-US')} payable invoices (server ${server.name} keeps running)`,
+  );
+  const started = Date.now();
+  const stdout = await runToCompletion(
+    {
+      name: `remit seed (${invoices})`,
+      command: process.execPath,
+      args: [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'seed',
+        '--org',
+        ctx.organizationUid,
+        '--invoices',
+        String(invoices),
+        '--parties',
+        String(SEED_PARTIES),
+        '--ap-ratio',
+        '1',
+        '--json',
+      ],
+      cwd: repoRoot,
+      env: childEnv({ ...REMIT_ENV, ...dbEnv }),
+    },
+    SEED_TIMEOUT_MS,
+  );
+  const seconds = (Date.now() - started) / 1000;
+  const line = stdout.trim().split('\n').pop() ?? '';
+  let result: { payable?: number; invoices?: number; seconds?: number };
+  try {
+    result = JSON.parse(line) as typeof result;
+  } catch {
+    throw new BenchError(`remit seed printed no JSON: ${line.slice(0, 200)}`);
+  }
+  if (result.payable !== invoices || result.invoices !== invoices) {
+    throw new BenchError(
+      `remit seed --invoices ${invoices} left ${String(result.payable)} payable of ${String(result.invoices)} invoices`,
+    );
+  }
+  assertAlive(server);
+  try {
+    await ctx.query?.('checkpoint');
+  } catch (error) {
+    log(`  (no checkpoint after seeding: ${errorMessage(error)})`);
+  }
+  ctx.seededInvoices = invoices;
+  log(`  seeded in ${seconds.toFixed(1)} s (remit seed reported ${result.seconds ?? '?'} s)`);
+  return {
+    invoices,
+    payable: result.payable,
+    seconds: round2(seconds),
+    remit_seconds: result.seconds ?? 0,
+    server_running: !server.child.exited,
+  };
 }
 
 function ratio(a: Figures | null, b: Figures | null | undefined): number | null {
@@ -323,8 +477,9 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   const startedAt = new Date().toISOString();
   const loadAverageAtStart = os.loadavg().map(round2);
   const engines = ENGINES.filter((engine) => settings.scenarios.some((s) => s.engine === engine));
-  const bareIds = [...new Set(settings.scenarios.map((s) => s.references.bare))];
-  const oneReadIds = [...new Set(settings.scenarios.map((s) => s.references.oneRead))];
+  const referenced = settings.scenarios.flatMap((s) => (s.references ? [s.references] : []));
+  const bareIds = [...new Set(referenced.map((r) => r.bare))];
+  const oneReadIds = [...new Set(referenced.map((r) => r.oneRead))];
 
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'remit-bench-'));
   onCleanup(`remove ${tmp}`, () => rm(tmp, { recursive: true, force: true }));
@@ -345,12 +500,17 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
 
   const scenarioResults = new Map<string, ScenarioResult>();
   const referenceResults: ReferenceResult[] = [];
+  const seeding: SeedStep[] = [];
+  let plans: PlanCapture | null = null;
   const captured = new Map<BareReferenceId, { file: string; engine: Engine }>();
   let pglitePostgres: string | null = null;
 
   const failScenario = (scenario: Scenario, request: RequestSpec | undefined, error: unknown) => {
     log(`  ${scenario.id} FAILED: ${errorMessage(error)}`);
-    scenarioResults.set(scenario.id, scenarioResult(scenario, request, null, errorMessage(error)));
+    scenarioResults.set(
+      scenario.id,
+      scenarioResult(scenario, settings, request, null, null, errorMessage(error)),
+    );
   };
 
   for (const engine of engines) {
@@ -368,7 +528,16 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       settings,
       false,
     );
-    const ctx = remitContext(engine, remit.baseUrl, init);
+    // Read-only SQL for the scenarios' checks (PostgreSQL), on one connection of its own.
+    let query: RemitContext['query'];
+    if (engine === 'postgres') {
+      const pool = new pg.Pool({ connectionString: database!.url, max: 1 });
+      pool.on('error', () => undefined);
+      onCleanup('close the check connection', () => pool.end());
+      query = async <T>(text: string, values?: unknown[]) => (await pool.query(text, values)).rows as T[];
+    }
+    const ctx = remitContext(engine, remit.baseUrl, init, query);
+    const postgresDatabase = engine === 'postgres' ? database!.name : undefined;
 
     // The bare reference serves the bytes of a real response, captured from the first Remit started.
     for (const id of bareIds) {
@@ -384,15 +553,42 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       log(`  captured ${answer.body.length} bytes of ${request.method} ${request.path} for ${id}`);
     }
 
-    for (const scenario of settings.scenarios.filter((s) => s.engine === engine)) {
+    // Datasets only grow: scenarios without one first, then by dataset size (stable otherwise).
+    const size = (s: Scenario) => s.dataset?.invoices ?? 0;
+    const ofEngine = settings.scenarios.filter((s) => s.engine === engine).sort((a, b) => size(a) - size(b));
+    for (const scenario of ofEngine) {
       let request: RequestSpec | undefined;
+      if (scenario.dataset && scenario.dataset.invoices > ctx.seededInvoices) {
+        if (engine !== 'postgres') throw new BenchError(`${scenario.id}: datasets need PostgreSQL`);
+        seeding.push(await seedInvoices(ctx, dbEnv, scenario.dataset.invoices, remit));
+      }
       try {
         request = await scenario.prepare(ctx);
-        const figures = await measureChecked(remit, request, scenario.expectStatus ?? 200, settings);
-        scenarioResults.set(scenario.id, scenarioResult(scenario, request, figures));
+        const verify = scenario.verify;
+        const { figures, checked } = await measureChecked(remit, request, settings, {
+          expectStatus: scenario.expectStatus ?? 200,
+          connections: scenario.connections,
+          verify: verify ? (body) => verify(body, ctx) : undefined,
+          postgresDatabase,
+        });
+        scenarioResults.set(scenario.id, scenarioResult(scenario, settings, request, figures, checked));
       } catch (error) {
         if (error instanceof BenchError && remit.child.exited) throw error;
         failScenario(scenario, request, error);
+      }
+    }
+    // The statements behind the invoice scenarios, planned and run on the largest dataset.
+    if (engine === 'postgres' && ctx.seededInvoices > 0) {
+      try {
+        log(`  EXPLAIN (ANALYZE, BUFFERS) at ${ctx.seededInvoices.toLocaleString('en-US')} invoices`);
+        plans = await capturePlans(
+          database!.url,
+          ctx.organizationUid,
+          seededInvoiceUid(ctx.organizationUid, SAMPLE_INVOICE),
+          ctx.seededInvoices,
+        );
+      } catch (error) {
+        log(`  could not capture the plans: ${errorMessage(error)}`);
       }
     }
     await stopServer(remit);
@@ -411,7 +607,10 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       );
       const info = (await (await fetch(`${server.baseUrl}/info`)).json()) as { version?: string };
       if (engine === 'pglite') pglitePostgres = info.version ?? null;
-      const figures = await measureChecked(server, reference.request, 200, settings);
+      const { figures } = await measureChecked(server, reference.request, settings, {
+        expectStatus: 200,
+        postgresDatabase: engine === 'postgres' ? database!.name : undefined,
+      });
       referenceResults.push({
         id,
         kind: 'one-read',
@@ -426,7 +625,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
     }
   }
 
-  log('\n[bare node:http]');
+  if (bareIds.length > 0) log('\n[bare node:http]');
   for (const id of bareIds) {
     const source = captured.get(id);
     if (!source) throw new BenchError(`${id}: no response was captured`);
@@ -439,7 +638,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       true,
     );
     const request: RequestSpec = { method: 'GET', path: '/' };
-    const figures = await measureChecked(server, request, 200, settings);
+    const { figures } = await measureChecked(server, request, settings, { expectStatus: 200 });
     referenceResults.push({
       id,
       kind: 'bare',
@@ -456,26 +655,38 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   // Ratios and targets, now that every reference is measured.
   const referenceFigures = new Map(referenceResults.map((r) => [r.id, r.figures]));
   const scenariosOut = settings.scenarios.map((s) => {
-    const result = scenarioResults.get(s.id) ?? scenarioResult(s, undefined, null, 'not run');
-    result.ratios = {
-      bare: ratio(result.figures, referenceFigures.get(s.references.bare)),
-      one_read: ratio(result.figures, referenceFigures.get(s.references.oneRead)),
-    };
-    result.targets = (s.targets ?? []).map((t): TargetResult => {
-      const value = t.against === 'bare' ? result.ratios.bare : result.ratios.one_read;
+    const result = scenarioResults.get(s.id) ?? scenarioResult(s, settings, undefined, null, null, 'not run');
+    const references = s.references;
+    if (references) {
+      result.ratios = {
+        bare: ratio(result.figures, referenceFigures.get(references.bare)),
+        one_read: ratio(result.figures, referenceFigures.get(references.oneRead)),
+      };
+      result.targets = (s.targets ?? []).map((t): TargetResult => {
+        const value = t.against === 'bare' ? result.ratios.bare : result.ratios.one_read;
+        return {
+          against: t.against,
+          reference_id: t.against === 'bare' ? references.bare : references.oneRead,
+          min_ratio: t.minRatio,
+          ratio: value,
+          pass: value !== null && value >= t.minRatio,
+        };
+      });
+    }
+    result.latency_targets = (s.latencyTargets ?? []).map((t): LatencyTargetResult => {
+      const value = result.figures ? result.figures.latency_ms[t.percentile] : null;
       return {
-        against: t.against,
-        reference_id: t.against === 'bare' ? s.references.bare : s.references.oneRead,
-        min_ratio: t.minRatio,
-        ratio: value,
-        pass: value !== null && value >= t.minRatio,
+        percentile: t.percentile,
+        max_ms: t.maxMs,
+        value_ms: value,
+        pass: value !== null && value < t.maxMs,
       };
     });
     return result;
   });
 
   return {
-    format: 1,
+    format: 2,
     started_at: startedAt,
     finished_at: new Date().toISOString(),
     git: gitState(repoRoot),
@@ -498,17 +709,64 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       },
       postgres_admin_url: needsPostgres ? redactUrl(settings.adminUrl) : null,
       remit_env: REMIT_ENV,
+      invoice_sizes: settings.invoiceSizes,
     },
     references: referenceResults,
     scenarios: scenariosOut,
+    invoice_seeding: seeding,
+    scaling: scalingResults(settings.scenarios, scenariosOut),
+    invoice_plans: plans,
     ok: scenariosOut.every((s) => s.figures !== null),
   };
 }
 
+/** For each series with a scaling target: p50 at the largest dataset ÷ p50 at the smallest. */
+function scalingResults(scenarios: Scenario[], results: ScenarioResult[]): ScalingResult[] {
+  const out: ScalingResult[] = [];
+  const bySeries = new Map<string, Array<{ scenario: Scenario; result: ScenarioResult }>>();
+  for (const scenario of scenarios) {
+    if (!scenario.scaling || !scenario.series || !scenario.dataset) continue;
+    const result = results.find((r) => r.id === scenario.id);
+    if (!result?.figures) continue;
+    const list = bySeries.get(scenario.series.key) ?? [];
+    list.push({ scenario, result });
+    bySeries.set(scenario.series.key, list);
+  }
+  for (const [key, list] of bySeries) {
+    if (list.length < 2) continue;
+    list.sort((a, b) => a.scenario.dataset!.invoices - b.scenario.dataset!.invoices);
+    const from = list[0]!;
+    const to = list[list.length - 1]!;
+    const fromP50 = from.result.figures!.latency_ms.p50;
+    const toP50 = to.result.figures!.latency_ms.p50;
+    const value = Number((toP50 / fromP50).toFixed(3));
+    const maxRatio = to.scenario.scaling!.maxP50Ratio;
+    const empty = from.result.checked?.items === 0;
+    out.push({
+      series: key,
+      title: to.scenario.series!.label,
+      clients: to.scenario.series!.clients,
+      from_invoices: from.scenario.dataset!.invoices,
+      to_invoices: to.scenario.dataset!.invoices,
+      from_p50_ms: fromP50,
+      to_p50_ms: toP50,
+      ratio: value,
+      max_ratio: maxRatio,
+      pass: value <= maxRatio,
+      note: empty
+        ? `the page is past the last one at ${from.scenario.dataset!.invoices.toLocaleString('en-US')} (0 items): not the same work`
+        : null,
+    });
+  }
+  return out;
+}
+
 function scenarioResult(
   scenario: Scenario,
+  settings: Settings,
   request: RequestSpec | undefined,
   figures: Figures | null,
+  checked: Checked | null,
   error?: string,
 ): ScenarioResult {
   return {
@@ -520,9 +778,17 @@ function scenarioResult(
     path: request?.path ?? '',
     figures,
     ...(error ? { error } : {}),
-    references: { bare: scenario.references.bare, one_read: scenario.references.oneRead },
+    group: scenario.group,
+    connections: scenario.connections ?? settings.connections,
+    dataset: scenario.dataset ?? null,
+    series: scenario.series ?? null,
+    checked,
+    references: scenario.references
+      ? { bare: scenario.references.bare, one_read: scenario.references.oneRead }
+      : null,
     ratios: { bare: null, one_read: null },
     targets: [],
+    latency_targets: [],
   };
 }
 

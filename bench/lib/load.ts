@@ -122,16 +122,20 @@ function toFigures(result: autocannon.Result, latencies: Latencies, cpu: CpuUse)
   };
 }
 
-/** Warm-up (figures discarded), then the measured run. */
+/**
+ * Warm-up (figures discarded), then the measured run. `postgresDatabase`: the database whose backends'
+ * CPU time is reported apart (PostgreSQL on this machine).
+ */
 export async function measure(
   baseUrl: string,
   request: RequestSpec,
   settings: LoadSettings,
   serverPid: number | undefined,
+  postgresDatabase?: string,
 ): Promise<Figures> {
   if (settings.warmupS > 0) await fire(baseUrl, request, settings, settings.warmupS);
   const latencies = new Latencies();
-  const sampler = cpuSampler(serverPid);
+  const sampler = cpuSampler(serverPid, postgresDatabase);
   const result = await fire(baseUrl, request, settings, settings.durationS, latencies);
   return toFigures(result, latencies, sampler.stop());
 }

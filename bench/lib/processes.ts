@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import { errorMessage, onCleanup } from './cleanup.ts';
@@ -263,36 +263,89 @@ function coreTimes(): Map<string, { busy: number; total: number }> {
   return times;
 }
 
+/**
+ * CPU seconds so far of the PostgreSQL backends serving `database` (Linux /proc, when PostgreSQL runs
+ * on this machine and we may read its processes), by pid.
+ */
+function postgresBackendSeconds(database: string): Map<number, number> {
+  const out = new Map<number, number>();
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return out;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
+      if (!cmdline.startsWith('postgres: ')) continue;
+      // "postgres: [<cluster>: ]<user> <database> <client> <state>"; the bench's database name is unique.
+      if (!cmdline.replace(/\0/g, ' ').split(/\s+/).includes(database)) continue;
+      const seconds = processCpuSeconds(Number(entry));
+      if (seconds !== null) out.set(Number(entry), seconds);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return out;
+}
+
 /** Where the CPU went during a measured run: the server, this load generator, and each core overall. */
 export interface CpuUse {
   /** CPU time of the server process ÷ wall time (100 = one core fully used). */
   server_percent: number | null;
   /** Same for this process (autocannon runs here). */
   load_generator_percent: number;
+  /** Same for the PostgreSQL backends of the bench database (null without PostgreSQL or /proc). */
+  postgres_percent: number | null;
+  /**
+   * Everything else that kept the cores busy (other processes, other databases' backends, interrupt
+   * and network softirq time): all cores' busy time − server − load generator − bench backends.
+   */
+  others_percent: number | null;
   /** How busy each core was, whoever used it (others' work on the server's core shows up here). */
   core_busy_percent: Record<string, number>;
 }
 
-export function cpuSampler(serverPid: number | undefined): { stop(): CpuUse } {
+export function cpuSampler(serverPid: number | undefined, postgresDatabase?: string): { stop(): CpuUse } {
   const started = process.hrtime.bigint();
   const server = serverPid === undefined ? null : processCpuSeconds(serverPid);
   const self = process.cpuUsage();
   const cores = coreTimes();
+  const backends = postgresDatabase ? postgresBackendSeconds(postgresDatabase) : null;
   return {
     stop() {
       const wallS = Number(process.hrtime.bigint() - started) / 1e9;
       const serverEnd = serverPid === undefined ? null : processCpuSeconds(serverPid);
       const selfUsed = process.cpuUsage(self);
+      const backendsEnd = postgresDatabase ? postgresBackendSeconds(postgresDatabase) : null;
       const coreBusy: Record<string, number> = {};
+      let busySeconds = 0;
       for (const [name, end] of coreTimes()) {
         const start = cores.get(name);
         if (!start || end.total === start.total) continue;
         coreBusy[name] = Math.round((100 * (end.busy - start.busy)) / (end.total - start.total));
+        busySeconds += (wallS * (end.busy - start.busy)) / (end.total - start.total);
       }
       const percent = (seconds: number) => Math.round((100 * seconds) / wallS);
+      const serverSeconds = server !== null && serverEnd !== null ? serverEnd - server : null;
+      const selfSeconds = (selfUsed.user + selfUsed.system) / 1e6;
+      let postgresSeconds: number | null = null;
+      if (backends && backendsEnd && backendsEnd.size > 0) {
+        postgresSeconds = 0;
+        // A backend that started during the run counts from zero.
+        for (const [pid, end] of backendsEnd) postgresSeconds += end - (backends.get(pid) ?? 0);
+      }
+      const others =
+        Object.keys(coreBusy).length > 0 && serverSeconds !== null
+          ? Math.max(0, busySeconds - serverSeconds - selfSeconds - (postgresSeconds ?? 0))
+          : null;
       return {
-        server_percent: server !== null && serverEnd !== null ? percent(serverEnd - server) : null,
-        load_generator_percent: percent((selfUsed.user + selfUsed.system) / 1e6),
+        server_percent: serverSeconds === null ? null : percent(serverSeconds),
+        load_generator_percent: percent(selfSeconds),
+        postgres_percent: postgresSeconds === null ? null : percent(postgresSeconds),
+        others_percent: others === null ? null : percent(others),
         core_busy_percent: coreBusy,
       };
     },

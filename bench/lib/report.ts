@@ -1,6 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Engine, ReferenceKind } from '../scenarios.ts';
+import type { Checked, Engine, ReferenceKind } from '../scenarios.ts';
+import type { PlanCapture } from './explain.ts';
 import type { Figures, HttpMethod } from './load.ts';
 
 export interface MeasuredBase {
@@ -28,12 +29,54 @@ export interface TargetResult {
   pass: boolean;
 }
 
+export interface LatencyTargetResult {
+  percentile: 'p50' | 'p99';
+  max_ms: number;
+  value_ms: number | null;
+  pass: boolean;
+}
+
 export interface ScenarioResult extends MeasuredBase {
   kind: 'scenario';
-  references: { bare: string; one_read: string };
+  group: string;
+  /** Concurrent connections (clients) of the run. */
+  connections: number;
+  /** The seeded dataset it ran on (payable invoices of the bench organization), if any. */
+  dataset: { invoices: number } | null;
+  series: { key: string; label: string; clients: number } | null;
+  /** What the first answer showed (e.g. `total_items`, checked against the rows). */
+  checked: Checked | null;
+  references: { bare: string; one_read: string } | null;
   /** req/s of the scenario ÷ req/s of the reference. */
   ratios: { bare: number | null; one_read: number | null };
   targets: TargetResult[];
+  latency_targets: LatencyTargetResult[];
+}
+
+/** A series' p50 at its largest dataset ÷ at its smallest. */
+export interface ScalingResult {
+  series: string;
+  title: string;
+  clients: number;
+  from_invoices: number;
+  to_invoices: number;
+  from_p50_ms: number;
+  to_p50_ms: number;
+  ratio: number;
+  max_ratio: number;
+  pass: boolean;
+  note: string | null;
+}
+
+export interface SeedStep {
+  /** Payable invoices asked for and found afterwards. */
+  invoices: number;
+  payable: number;
+  /** Wall time of `remit seed`, and the time it reported itself. */
+  seconds: number;
+  remit_seconds: number;
+  /** Whether the Remit server kept running while the CLI seeded beside it. */
+  server_running: boolean;
 }
 
 export interface MachineInfo {
@@ -54,7 +97,8 @@ export interface MachineInfo {
 }
 
 export interface BenchResults {
-  format: 1;
+  /** 2: scenarios with connections, datasets, latency targets; seeding, scaling and plans. */
+  format: 2;
   started_at: string;
   finished_at: string;
   git: { commit: string | null; dirty: boolean | null };
@@ -74,15 +118,22 @@ export interface BenchResults {
     };
     postgres_admin_url: string | null;
     remit_env: Record<string, string>;
+    /** Dataset sizes of the invoice scenarios (BENCH_INVOICE_SIZES). */
+    invoice_sizes: number[];
   };
   references: ReferenceResult[];
   scenarios: ScenarioResult[];
+  invoice_seeding: SeedStep[];
+  scaling: ScalingResult[];
+  /** EXPLAIN (ANALYZE, BUFFERS) of the invoice statements at the largest size. */
+  invoice_plans: PlanCapture | null;
   ok: boolean;
 }
 
 const number = (value: number, digits = 0) =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits });
 const percent = (ratio: number | null) => (ratio === null ? '–' : `${(ratio * 100).toFixed(1)}%`);
+const cpuCell = (value: number | null) => (value === null ? '?' : `${value}%`);
 
 function pad(cells: string[], widths: number[], rightAligned: boolean[]): string {
   return cells
@@ -91,10 +142,51 @@ function pad(cells: string[], widths: number[], rightAligned: boolean[]): string
     .trimEnd();
 }
 
+interface Column<L> {
+  title: string;
+  right: boolean;
+  cell: (line: L) => string;
+}
+
+/** A text table; a row given as a plain string array (a failure) is printed as is. */
+function table<L>(columns: Column<L>[], rows: Array<{ line: L } | { failed: string[] }>): string[] {
+  const cells = rows.map((r) => ('line' in r ? columns.map((c) => c.cell(r.line)) : r.failed));
+  const full = cells.filter((r) => r.length === columns.length);
+  const widths = columns.map((c, i) => Math.max(c.title.length, ...full.map((r) => r[i]!.length)));
+  const right = columns.map((c) => c.right);
+  const lines = [
+    pad(
+      columns.map((c) => c.title),
+      widths,
+      right,
+    ),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+  ];
+  for (const r of cells) {
+    lines.push(r.length === columns.length ? pad(r, widths, right) : r.join('  '));
+  }
+  return lines;
+}
+
+const cpuColumns = <L extends { f: Figures }>(): Column<L>[] => [
+  { title: 'srv cpu', right: true, cell: (l) => cpuCell(l.f.cpu.server_percent) },
+  { title: 'pg cpu', right: true, cell: (l) => cpuCell(l.f.cpu.postgres_percent ?? null) },
+  { title: 'gen cpu', right: true, cell: (l) => `${l.f.cpu.load_generator_percent}%` },
+  { title: 'others', right: true, cell: (l) => cpuCell(l.f.cpu.others_percent ?? null) },
+  {
+    title: 'cores busy',
+    right: true,
+    cell: (l) =>
+      Object.values(l.f.cpu.core_busy_percent)
+        .map((v) => `${v}%`)
+        .join(' / '),
+  },
+];
+
 export function renderTable(results: BenchResults): string {
   type Ratios = { bare: number | null; one_read: number | null } | null;
   type Line = { label: string; m: MeasuredBase; f: Figures; ratios: Ratios };
-  const columns: Array<{ title: string; right: boolean; cell: (line: Line) => string }> = [
+  const columns: Column<Line>[] = [
     { title: '', right: false, cell: (l) => l.label },
     { title: 'name', right: false, cell: (l) => l.m.title },
     { title: 'engine', right: false, cell: (l) => l.m.engine ?? '-' },
@@ -105,42 +197,131 @@ export function renderTable(results: BenchResults): string {
     { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
     { title: 'vs bare', right: true, cell: (l) => (l.ratios ? percent(l.ratios.bare) : '') },
     { title: 'vs 1-read', right: true, cell: (l) => (l.ratios ? percent(l.ratios.one_read) : '') },
-    {
-      title: 'srv cpu',
-      right: true,
-      cell: (l) => (l.f.cpu.server_percent === null ? '?' : `${l.f.cpu.server_percent}%`),
-    },
-    { title: 'gen cpu', right: true, cell: (l) => `${l.f.cpu.load_generator_percent}%` },
-    {
-      title: 'cores busy',
-      right: true,
-      cell: (l) =>
-        Object.values(l.f.cpu.core_busy_percent)
-          .map((v) => `${v}%`)
-          .join(' / '),
-    },
+    ...cpuColumns<Line>(),
   ];
-  const header = columns.map((c) => c.title);
-  const right = columns.map((c) => c.right);
+  const plain = results.scenarios.filter((s) => !s.dataset);
   const measured: Array<{ label: string; m: MeasuredBase; ratios: Ratios }> = [
     ...results.references.map((m) => ({ label: 'reference', m, ratios: null })),
-    ...results.scenarios.map((m) => ({ label: 'scenario', m, ratios: m.ratios })),
+    ...plain.map((m) => ({ label: 'scenario', m, ratios: m.references ? m.ratios : null })),
   ];
-  const rows = measured.map(({ label, m, ratios }) =>
-    m.figures
-      ? columns.map((c) => c.cell({ label, m, f: m.figures!, ratios }))
-      : [label, m.title, m.engine ?? '-', `FAILED: ${m.error ?? 'no figures'}`],
-  );
-  const widths = header.map((h, i) =>
-    Math.max(h.length, ...rows.filter((r) => r.length === columns.length).map((r) => r[i]!.length)),
-  );
-  const lines = [pad(header, widths, right), widths.map((w) => '-'.repeat(w)).join('  ')];
-  for (const r of rows) {
-    lines.push(
-      r.length === columns.length ? pad(r, widths, right) : pad(r, widths, [false, false, false, false]),
-    );
-  }
+  const mainTable =
+    measured.length === 0
+      ? []
+      : table(
+          columns,
+          measured.map(({ label, m, ratios }) =>
+            m.figures
+              ? { line: { label, m, f: m.figures, ratios } }
+              : { failed: [label, m.title, m.engine ?? '-', `FAILED: ${m.error ?? 'no figures'}`] },
+          ),
+        );
 
+  const { settings, machine } = results;
+  const pinning = settings.pinning.enabled
+    ? `servers pinned to CPU ${settings.pinning.server_cpu}, load generator on CPU ${settings.pinning.load_cpu}`
+    : `NOT pinned (${settings.pinning.note ?? 'off'})`;
+  return [
+    `Remit bench — ${settings.duration_s} s measured after ${settings.warmup_s} s warm-up, ${settings.connections} connections unless stated, pipelining ${settings.pipelining}`,
+    `${machine.cpu_model} × ${machine.cpu_count}, ${(machine.total_memory_bytes / 2 ** 30).toFixed(1)} GiB, Node ${machine.node_version}, ${machine.platform} ${machine.kernel_release}; ${pinning}`,
+    `load average ${machine.load_average.start.map((v) => v.toFixed(2)).join(' ')} at start, ${machine.load_average.end.map((v) => v.toFixed(2)).join(' ')} at end (other processes compete for the same cores)`,
+    `PostgreSQL: ${short(machine.postgresql_version) ?? 'not used'}; PGlite ${machine.pglite_package_version ?? '?'} (${short(machine.pglite_postgres_version) ?? '?'})`,
+    '',
+    ...mainTable,
+    ...(mainTable.length > 0 ? [''] : []),
+    ...invoiceSection(results),
+    'srv / pg / gen cpu: CPU time of the server / of the bench database’s PostgreSQL backends / of the load',
+    'generator (this process) ÷ wall time; others: every other use of the cores (other processes, interrupts);',
+    'cores busy: each core overall (cpu0 / cpu1), whoever used it.',
+    '',
+    ...contentionWarning(results),
+    'Targets (informational):',
+    ...targetLines(results),
+  ].join('\n');
+}
+
+/** The invoice scenarios: one line per run, then the p50 / p99 curve of each series over the sizes. */
+function invoiceSection(results: BenchResults): string[] {
+  const runs = results.scenarios.filter((s) => s.dataset);
+  if (runs.length === 0) return [];
+  type Line = { s: ScenarioResult; f: Figures };
+  const columns: Column<Line>[] = [
+    { title: 'invoices', right: true, cell: (l) => number(l.s.dataset!.invoices) },
+    { title: 'name', right: false, cell: (l) => l.s.title },
+    { title: 'clients', right: true, cell: (l) => String(l.s.connections) },
+    { title: 'req/s', right: true, cell: (l) => number(l.f.requests_per_s) },
+    { title: 'p50 ms', right: true, cell: (l) => number(l.f.latency_ms.p50, 2) },
+    { title: 'p99 ms', right: true, cell: (l) => number(l.f.latency_ms.p99, 2) },
+    {
+      title: 'p99 target',
+      right: false,
+      cell: (l) =>
+        l.s.latency_targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} < ${t.max_ms}`).join(', ') || '',
+    },
+    { title: 'non-2xx', right: true, cell: (l) => number(l.f.status.non2xx) },
+    { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
+    {
+      title: 'total_items',
+      right: true,
+      cell: (l) => (typeof l.s.checked?.total_items === 'number' ? number(l.s.checked.total_items) : ''),
+    },
+    ...cpuColumns<Line>(),
+  ];
+  const lines = table(
+    columns,
+    runs.map((s) =>
+      s.figures
+        ? { line: { s, f: s.figures } }
+        : {
+            failed: [
+              number(s.dataset!.invoices).padStart(9),
+              s.title,
+              String(s.connections),
+              `FAILED: ${s.error ?? 'no figures'}`,
+            ],
+          },
+    ),
+  );
+
+  // The curve: one row per series, one "p50 / p99" cell per size.
+  const sizes = [...new Set(runs.map((s) => s.dataset!.invoices))].sort((a, b) => a - b);
+  const series = [...new Set(runs.map((s) => s.series?.key ?? s.id))];
+  type CurveLine = { label: string; cells: string[] };
+  const curveColumns: Column<CurveLine>[] = [
+    { title: 'p50 / p99 ms', right: false, cell: (l) => l.label },
+    ...sizes.map((size, i) => ({ title: number(size), right: true, cell: (l: CurveLine) => l.cells[i]! })),
+  ];
+  const curve = table(
+    curveColumns,
+    series.map((key) => {
+      const of = runs.filter((s) => (s.series?.key ?? s.id) === key);
+      const first = of[0]!;
+      return {
+        line: {
+          label: `${first.series?.label ?? first.title}, ${first.connections} client${first.connections === 1 ? '' : 's'}`,
+          cells: sizes.map((size) => {
+            const f = of.find((s) => s.dataset!.invoices === size)?.figures;
+            return f ? `${f.latency_ms.p50.toFixed(2)} / ${f.latency_ms.p99.toFixed(2)}` : '–';
+          }),
+        },
+      };
+    }),
+  );
+  const seeding = results.invoice_seeding.map(
+    (step) =>
+      `  ${number(step.invoices)} payable invoices: remit seed took ${step.seconds.toFixed(1)} s${step.server_running ? ' (server running beside it)' : ''}`,
+  );
+  return [
+    'Invoices (PostgreSQL; one seeded organization, all invoices payable; targets with 1 client):',
+    ...seeding,
+    '',
+    ...lines,
+    '',
+    ...curve,
+    '',
+  ];
+}
+
+function targetLines(results: BenchResults): string[] {
   const targets: string[] = [];
   for (const s of results.scenarios) {
     for (const t of s.targets) {
@@ -149,48 +330,52 @@ export function renderTable(results: BenchResults): string {
       );
     }
   }
-  const { settings, machine } = results;
-  const pinning = settings.pinning.enabled
-    ? `servers pinned to CPU ${settings.pinning.server_cpu}, load generator on CPU ${settings.pinning.load_cpu}`
-    : `NOT pinned (${settings.pinning.note ?? 'off'})`;
-  return [
-    `Remit bench — ${settings.duration_s} s measured after ${settings.warmup_s} s warm-up, ${settings.connections} connections, pipelining ${settings.pipelining}`,
-    `${machine.cpu_model} × ${machine.cpu_count}, ${(machine.total_memory_bytes / 2 ** 30).toFixed(1)} GiB, Node ${machine.node_version}, ${machine.platform} ${machine.kernel_release}; ${pinning}`,
-    `load average ${machine.load_average.start.map((v) => v.toFixed(2)).join(' ')} at start, ${machine.load_average.end.map((v) => v.toFixed(2)).join(' ')} at end (other processes compete for the same cores)`,
-    `PostgreSQL: ${short(machine.postgresql_version) ?? 'not used'}; PGlite ${machine.pglite_package_version ?? '?'} (${short(machine.pglite_postgres_version) ?? '?'})`,
-    '',
-    ...lines,
-    '',
-    'srv cpu / gen cpu: CPU time of the server / of the load generator (this process) ÷ wall time; cores busy:',
-    'each core overall (cpu0 / cpu1), whoever used it — well above srv cpu on the server core means other work competed.',
-    '',
-    ...contentionWarning(results),
-    'Targets (informational):',
-    ...(targets.length > 0 ? targets : ['  (none)']),
-  ].join('\n');
+  for (const s of results.scenarios) {
+    for (const t of s.latency_targets) {
+      const where = s.dataset ? `, ${number(s.dataset.invoices)} invoices` : '';
+      targets.push(
+        `  ${t.pass ? 'PASS' : 'FAIL'}  ${s.title}, ${s.connections} client${s.connections === 1 ? '' : 's'}${where}: ${t.percentile} ${t.value_ms === null ? '–' : `${t.value_ms.toFixed(2)} ms`} (target < ${t.max_ms} ms)`,
+      );
+    }
+  }
+  for (const t of results.scaling) {
+    targets.push(
+      `  ${t.pass ? 'PASS' : 'FAIL'}  ${t.title}, ${t.clients} client${t.clients === 1 ? '' : 's'}: p50 ${t.to_p50_ms.toFixed(2)} ms at ${number(t.to_invoices)} vs ${t.from_p50_ms.toFixed(2)} ms at ${number(t.from_invoices)} = ${t.ratio.toFixed(2)}× (target ≤ ${t.max_ratio}×)${t.note ? ` — ${t.note}` : ''}`,
+    );
+  }
+  return targets.length > 0 ? targets : ['  (none)'];
 }
 
 /** "PostgreSQL 15.20 (Debian …) on x86_64-pc-linux-gnu, compiled by …" → "PostgreSQL 15.20 (Debian …)" */
 const short = (version: string | null) => version?.split(' on ')[0] ?? null;
 
 /**
- * Runs where the server's core was much busier than the server itself: other processes competed (for
- * PostgreSQL runs its unpinned backends count too, so only runs without PostgreSQL are judged).
+ * Runs during which other work competed: more than a quarter of a core used by anything but the
+ * server, the load generator and the bench database's backends; without that figure, the server's
+ * core much busier than the server itself (only judged without PostgreSQL, whose backends may share it).
  */
 function contentionWarning(results: BenchResults): string[] {
   const { pinning } = results.settings;
-  if (!pinning.enabled) return [];
   const core = `cpu${pinning.server_cpu}`;
   const suspect = [...results.references, ...results.scenarios].filter((m) => {
     const cpu = m.figures?.cpu;
-    const busy = cpu?.core_busy_percent[core];
-    if (!cpu || busy === undefined || cpu.server_percent === null || m.engine === 'postgres') return false;
+    if (!cpu) return false;
+    if (cpu.others_percent !== null && cpu.others_percent !== undefined) return cpu.others_percent > 25;
+    if (!pinning.enabled) return false;
+    const busy = cpu.core_busy_percent[core];
+    if (busy === undefined || cpu.server_percent === null || m.engine === 'postgres') return false;
     return busy - cpu.server_percent > 25;
   });
   if (suspect.length === 0) return [];
+  const name = (m: MeasuredBase) => {
+    const s = m as Partial<ScenarioResult>;
+    const size = s.dataset ? ` @${number(s.dataset.invoices)}` : '';
+    const clients = s.dataset ? ` ×${s.connections}` : '';
+    return `${m.title}${m.engine && !s.dataset ? ` on ${m.engine}` : ''}${size}${clients} (others ${m.figures?.cpu.others_percent ?? '?'}%)`;
+  };
   return [
-    `WARNING: other processes used the server's core (${core}) during ${suspect.length} run(s)`,
-    `(${suspect.map((m) => `${m.title}${m.engine ? ` on ${m.engine}` : ''}`).join('; ')}): those figures are low and noisy.`,
+    `WARNING: other work used the cores during ${suspect.length} run(s): ${suspect.map(name).join('; ')}.`,
+    'Those figures are low and noisy.',
     '',
   ];
 }
