@@ -31,7 +31,24 @@ export interface Config {
   objectStorage: ObjectStorageConfig;
   /** Seconds a presigned download URL stays valid (default 900; S3 allows at most 7 days). */
   presignedUrlExpiresS: number;
+  /** Operator SMTP server (`smtp://` or `smtps://`, trusted); unset: email goes to `DATA_DIR/outbox`. */
+  smtpUrl: string | undefined;
+  /** Text generation for email inference mode (CONTRACT §6): built-in composer, or an OpenAI-compatible API. */
+  llm: LlmConfig;
 }
+
+export type LlmConfig =
+  | { kind: 'builtin' }
+  | {
+      kind: 'openai';
+      /** Unset: OpenAI's own API (then `apiKey` is required). */
+      baseUrl: string | undefined;
+      /** Optional for local servers that take none (Ollama, vLLM). */
+      apiKey: string | undefined;
+      model: string;
+      /** Milliseconds for the whole call; the generator never retries. */
+      timeoutMs: number;
+    };
 
 export type ObjectStorageConfig =
   | { kind: 'embedded'; bucket: string }
@@ -109,6 +126,28 @@ function objectStorage(env: Env): ObjectStorageConfig {
   return { kind: 's3', endpoint, bucket, region: region ?? 'us-east-1', accessKeyId, secretAccessKey };
 }
 
+/** Any of `LLM_BASE_URL`, `LLM_API_KEY`, `LLM_MODEL` set → an OpenAI-compatible API (then `LLM_MODEL` is required). */
+function llm(env: Env): LlmConfig {
+  const baseUrl = optional(env, 'LLM_BASE_URL');
+  const apiKey = optional(env, 'LLM_API_KEY');
+  const model = optional(env, 'LLM_MODEL');
+  const timeoutMs = integer(env, 'LLM_TIMEOUT_MS', 20_000, 100, 300_000);
+  if (!baseUrl && !apiKey && !model) return { kind: 'builtin' };
+  if (!model) throw new ConfigError('LLM_MODEL is required when LLM_BASE_URL or LLM_API_KEY is set');
+  if (baseUrl && !/^https?:\/\/[^/]/.test(baseUrl)) {
+    throw new ConfigError('LLM_BASE_URL must start with http:// or https://');
+  }
+  if (!baseUrl && !apiKey) throw new ConfigError('LLM_API_KEY is required when LLM_BASE_URL is not set');
+  return { kind: 'openai', baseUrl, apiKey, model, timeoutMs };
+}
+
+function smtpUrl(env: Env): string | undefined {
+  const url = optional(env, 'SMTP_URL');
+  if (url && !/^smtps?:\/\/[^/]/.test(url))
+    throw new ConfigError('SMTP_URL must start with smtp:// or smtps://');
+  return url;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = optional(env, 'HOST') ?? '127.0.0.1';
@@ -131,5 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
     objectStorage: objectStorage(env),
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
+    smtpUrl: smtpUrl(env),
+    llm: llm(env),
   };
 }

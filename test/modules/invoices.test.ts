@@ -490,6 +490,48 @@ describe('POST /api/invoices', () => {
 });
 
 describe('GET /api/invoices/{uid}', () => {
+  it('answers exactly the view the writes answer (one-statement read vs transactional view)', async () => {
+    const client = await post(p.orgA.admin.key, '/api/parties', {
+      name: `Viewed ${tag()}`,
+      role: 'client',
+      address: '9 View St',
+      billing_contact: { name: 'Vi', email: 'vi@view.test', title: 'AP', phone: '1' },
+    });
+    const vendor = await post(p.orgA.admin.key, '/api/parties', {
+      name: `Vendor ${tag()}`,
+      role: 'vendor',
+      tax_id: 'NIT-9',
+    });
+    const sku = `VIEW-${tag()}`;
+    await post(p.orgA.admin.key, '/api/products', {
+      sku,
+      name: 'Viewed',
+      context_type: 'PRODUCT',
+      unit_price: 700,
+      currency: 'USD',
+    });
+    const created = await newInvoice({
+      client_party_uid: client.uid,
+      service_provider_party_uid: vendor.uid,
+      line_items: [
+        { context_type: 'PRODUCT', sku, quantity: 2 },
+        { context_type: 'PRODUCT', sku },
+      ],
+      invoice_fields: { po: 'PO-9', n: 1.5, flag: true },
+      invoice_notes: { invoice_memo: 'memo', invoice_footer: 'footer' },
+      assignee_user_uids: [p.orgA.member.userUid],
+      due_date: '2026-01-15',
+    });
+    await post(p.orgA.admin.key, `/api/invoices/${created.uid}/comments`, { text: 'first' });
+    const put = await putInvoice(created.uid, { status: 'open' });
+    expect(put.status, put.raw).toBe(200);
+    const got = await getInvoice(created.uid);
+    expect(got.status).toBe(200);
+    expect(got.body.data).toEqual(put.body.data);
+    expect(got.body.data.comments).toHaveLength(1);
+    expect(got.body.data.line_items.map((l: { quantity: number }) => l.quantity)).toEqual([2, 1]);
+  });
+
   it('400 for a uid that is not a uuid, 404 for an unknown one', async () => {
     expectErrorBody(await getInvoice('not-a-uuid'), 400, 'invalid_parameter');
     expectErrorBody(await getInvoice(MISSING), 404, 'not_found');

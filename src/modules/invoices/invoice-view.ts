@@ -122,6 +122,23 @@ export async function loadInvoiceViews(
   const integrations = await repo.listIntegrations(db, organizationUid, uids);
   const assignees = await repo.listAssignees(db, organizationUid, uids);
   const comments = options.includeComments ? await repo.listComments(db, organizationUid, uids) : [];
+  return assembleInvoiceViews(rows, { lines, partyRows, integrations, assignees, comments }, options);
+}
+
+export interface InvoiceRelations {
+  lines: repo.LineItemRow[];
+  partyRows: PartyWithContact[];
+  integrations: repo.IntegrationRow[];
+  assignees: { invoiceUid: string; userUid: string }[];
+  comments: repo.CommentWithActor[];
+}
+
+/** Builds interface 2.11 from rows and their already loaded relations (pure). */
+export function assembleInvoiceViews(
+  rows: repo.InvoiceRow[],
+  { lines, partyRows, integrations, assignees, comments }: InvoiceRelations,
+  options: { includeComments: boolean },
+) {
   const linesBy = groupBy(lines, (l) => l.invoiceUid);
   const integrationsBy = groupBy(integrations, (i) => i.entityUid);
   const assigneesBy = groupBy(assignees, (a) => a.invoiceUid);
@@ -176,4 +193,4 @@ export async function loadInvoiceViews(
   }));
 }
 
-export type InvoiceView = Awaited<ReturnType<typeof loadInvoiceViews>>[number];
+export type InvoiceView = ReturnType<typeof assembleInvoiceViews>[number];

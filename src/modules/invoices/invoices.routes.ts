@@ -71,7 +71,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       config: read,
     },
     async (request) =>
-      envelope(await service.getInvoice(db, request.tenant(), request.params.uid), 'Invoice'),
+      envelope(await service.readInvoice(deps.database, request.tenant(), request.params.uid), 'Invoice'),
   );
 
   app.put(

@@ -1,4 +1,5 @@
-import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
+import { readInvoiceView } from './invoice-read.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
@@ -300,6 +301,17 @@ export async function createInvoice(
 
 export async function getInvoice(db: Db, ctx: RequestContext, uid: string): Promise<InvoiceView> {
   return viewOf(db, await getInvoiceRow(db, ctx, uid));
+}
+
+/** GET /api/invoices/{uid}: the same view as getInvoice, read in one prepared statement. */
+export async function readInvoice(
+  database: Database,
+  ctx: RequestContext,
+  uid: string,
+): Promise<InvoiceView> {
+  const view = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
+  if (!view) throw notFound('Invoice');
+  return view;
 }
 
 /** Applies an interface 4.7 partial update and computes what changes with it. */

@@ -5,3 +5,5 @@ export * from '../http/idempotency.tables.ts';
 export * from '../../modules/parties/parties.tables.ts';
 export * from '../../modules/products/products.tables.ts';
 export * from '../../modules/invoices/invoices.tables.ts';
+export * from '../../modules/email/email-accounts.tables.ts';
+export * from '../../modules/email/email-drafts.tables.ts';

@@ -166,7 +166,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
   app.addHook('onRoute', (route) => {
     const methods = Array.isArray(route.method) ? route.method : [route.method];
     if (!methods.includes('POST')) return;
-    const asList = <T>(hook: T | T[] | undefined): T[] => (hook === undefined ? [] : Array.isArray(hook) ? hook : [hook]);
+    const asList = <T>(hook: T | T[] | undefined): T[] =>
+      hook === undefined ? [] : Array.isArray(hook) ? hook : [hook];
     route.preHandler = [...asList(route.preHandler), claimOrReplay] as typeof route.preHandler;
     route.onSend = [...asList(route.onSend), record] as typeof route.onSend;
   });

@@ -3,6 +3,15 @@ import type { AppDeps } from '../http/types.ts';
 import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts';
 import { reconcileBillingSyncs } from '../../modules/billing/billing.service.ts';
 import { invoiceViewForSync } from '../../modules/invoices/invoices.service.ts';
+import {
+  DEFAULT_LEASE_SECONDS,
+  EMAIL_SEND_QUEUE,
+  EMAIL_SWEEP_QUEUE,
+  mailersFromConfig,
+  runSendJob,
+  sweepEmailDrafts,
+  type SendJobData,
+} from '../../modules/email/email-sending.ts';
 
 export const MAINTENANCE_QUEUE = 'remit.maintenance';
 export const BILLING_RECONCILE_QUEUE = 'remit.billing.reconcile';
@@ -26,4 +35,24 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
     if (result.checked > 0) log.info(result, 'billing sync reconciled');
   });
   await jobs.schedule(BILLING_RECONCILE_QUEUE, '* * * * *');
+
+  // Scheduled email: one job per draft at its planned_send_at, and a sweep every minute for due drafts
+  // without a pending job (docs/email-sending.md).
+  const sending = {
+    db: database.db,
+    storage: deps.objectStorage,
+    mailers: mailersFromConfig(deps.config),
+    leaseSeconds: DEFAULT_LEASE_SECONDS,
+  };
+  await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
+    const result = await runSendJob(sending, data);
+    if (result === 'sent' || result === 'failed') {
+      log.info({ draft_uid: data.draft_uid, result }, 'email send');
+    }
+  });
+  await jobs.define(EMAIL_SWEEP_QUEUE, async () => {
+    const result = await sweepEmailDrafts({ db: database.db, jobs });
+    if (result.enqueued > 0) log.info(result, 'email sweep: due drafts re-enqueued');
+  });
+  await jobs.schedule(EMAIL_SWEEP_QUEUE, '* * * * *');
 }

@@ -1,0 +1,85 @@
+import type { Db } from '../../platform/db/client.ts';
+import { isUniqueViolation } from '../../platform/db/errors.ts';
+import { memberOrganizationUids, requireAdmin, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { parseSmtpUrl, resolvePublicHost, SmtpUrlError } from '../../platform/mail/mailer.ts';
+import * as repo from './email-accounts.repository.ts';
+import type { CreateEmailAccountBodyT } from './email-accounts.schemas.ts';
+
+export interface EmailAccountOptions {
+  allowPrivateNetworkTargets: boolean;
+}
+
+export function toEmailAccountView(row: repo.EmailAccountRow) {
+  const smtp = row.smtpUrl ? parseSmtpUrl(row.smtpUrl) : undefined;
+  return {
+    uid: row.uid,
+    organization_uid: row.organizationUid,
+    email: row.email,
+    display_name: row.displayName,
+    has_smtp_url: smtp !== undefined,
+    smtp_host: smtp?.host ?? null,
+    smtp_port: smtp?.port ?? null,
+    created_at: row.createdAt.toISOString(),
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+export type EmailAccountView = ReturnType<typeof toEmailAccountView>;
+
+/**
+ * An organization's SMTP server is an outbound address it configures, like a billing endpoint: it must
+ * be smtp:// or smtps:// and must not point into the service's own network (checked here, and again on
+ * the address connected to at each send).
+ */
+async function checkSmtpUrl(raw: string, options: EmailAccountOptions): Promise<string> {
+  try {
+    const parsed = parseSmtpUrl(raw.trim());
+    if (!options.allowPrivateNetworkTargets) await resolvePublicHost(parsed.host);
+  } catch (error) {
+    const message = error instanceof SmtpUrlError ? error.message : 'the host name does not resolve';
+    throw validationFailed('smtp_url', `smtp_url ${message}`);
+  }
+  return raw.trim();
+}
+
+/** Admins only: an account decides who mail appears to come from, and may hold SMTP credentials. */
+export async function createEmailAccount(
+  db: Db,
+  ctx: RequestContext,
+  body: CreateEmailAccountBodyT,
+  options: EmailAccountOptions,
+): Promise<EmailAccountView> {
+  requireAdmin(ctx);
+  const smtpUrl = body.smtp_url === undefined ? null : await checkSmtpUrl(body.smtp_url, options);
+  try {
+    const row = await repo.insertAccount(db, {
+      organizationUid: ctx.organizationUid,
+      email: body.email.trim(),
+      displayName: body.display_name.trim(),
+      smtpUrl,
+    });
+    return toEmailAccountView(row);
+  } catch (error) {
+    if (isUniqueViolation(error)) {
+      throw new AppError('already_exists', `An email account for ${body.email} already exists`, [
+        { field: 'email', message: 'already exists in this organization' },
+      ]);
+    }
+    throw error;
+  }
+}
+
+export async function getEmailAccount(db: Db, ctx: RequestContext, uid: string): Promise<EmailAccountView> {
+  const row = await repo.findAccount(db, memberOrganizationUids(ctx), uid);
+  if (!row) throw notFound('Email account');
+  return toEmailAccountView(row);
+}
+
+export async function listEmailAccounts(db: Db, ctx: RequestContext, page: PageRequest) {
+  const { rows, total } = await repo.listAccounts(db, ctx.organizationUid, {
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toEmailAccountView), total };
+}

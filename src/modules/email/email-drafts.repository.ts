@@ -1,0 +1,199 @@
+import { and, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
+import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
+import { PGBOSS_SCHEMA } from '../../platform/jobs/jobs.ts';
+import { emailAccounts } from './email-accounts.tables.ts';
+import { emailDrafts, type DraftStatus } from './email-drafts.tables.ts';
+
+export type EmailDraftRow = typeof emailDrafts.$inferSelect;
+export type EmailDraftInsert = typeof emailDrafts.$inferInsert;
+
+const one = (organizationUid: string, uid: string) =>
+  and(eq(emailDrafts.organizationUid, organizationUid), eq(emailDrafts.uid, uid));
+
+export async function insertDraft(db: DbOrTx, values: EmailDraftInsert): Promise<EmailDraftRow> {
+  const [row] = await db.insert(emailDrafts).values(values).returning();
+  return row!;
+}
+
+/** A draft of one of these organizations; `forUpdate` locks it for the rest of the transaction. */
+export async function findDraft(
+  db: DbOrTx,
+  organizationUids: string[],
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<EmailDraftRow | undefined> {
+  if (organizationUids.length === 0) return undefined;
+  const query = db
+    .select()
+    .from(emailDrafts)
+    .where(and(inArray(emailDrafts.organizationUid, organizationUids), eq(emailDrafts.uid, uid)));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+export async function updateDraft(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<EmailDraftInsert>,
+): Promise<EmailDraftRow | undefined> {
+  const [row] = await db
+    .update(emailDrafts)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(one(organizationUid, uid))
+    .returning();
+  return row;
+}
+
+/** The draft with what the sender needs of its account (display name, SMTP server). */
+export async function findDraftForSending(db: DbOrTx, organizationUid: string, uid: string) {
+  const [row] = await db
+    .select({
+      draft: emailDrafts,
+      displayName: emailAccounts.displayName,
+      smtpUrl: emailAccounts.smtpUrl,
+    })
+    .from(emailDrafts)
+    .innerJoin(emailAccounts, eq(emailAccounts.uid, emailDrafts.fromAccountUid))
+    .where(one(organizationUid, uid));
+  return row;
+}
+
+/**
+ * Starts a send attempt: `draft` → `sending`, only if the draft is still a draft and due, with its
+ * Message-ID, the mailer it uses and a lease, all committed before anything goes out. One statement,
+ * so of two workers only one gets the row.
+ */
+export async function claimDraft(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  attempt: { messageId: string; transport: 'outbox' | 'smtp'; leaseSeconds: number },
+): Promise<EmailDraftRow | undefined> {
+  const [row] = await db
+    .update(emailDrafts)
+    .set({
+      status: 'sending',
+      messageId: attempt.messageId,
+      transport: attempt.transport,
+      sendAttempts: sql`${emailDrafts.sendAttempts} + 1`,
+      sendingLeaseUntil: sql`now() + make_interval(secs => ${attempt.leaseSeconds})`,
+      error: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        one(organizationUid, uid),
+        eq(emailDrafts.status, 'draft'),
+        isNotNull(emailDrafts.plannedSendAt),
+        lte(emailDrafts.plannedSendAt, sql`now()`),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/** Takes over a `sending` attempt whose lease ran out (its worker died); one taker wins. */
+export async function retakeLease(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  attempt: { leaseSeconds: number; transport?: 'outbox' | 'smtp' },
+): Promise<EmailDraftRow | undefined> {
+  const [row] = await db
+    .update(emailDrafts)
+    .set({
+      sendAttempts: sql`${emailDrafts.sendAttempts} + 1`,
+      sendingLeaseUntil: sql`now() + make_interval(secs => ${attempt.leaseSeconds})`,
+      ...(attempt.transport ? { transport: attempt.transport } : {}),
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        one(organizationUid, uid),
+        eq(emailDrafts.status, 'sending'),
+        lte(emailDrafts.sendingLeaseUntil, sql`now()`),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/** Records how the attempt with this Message-ID ended (a no-op if the row moved on meanwhile). */
+export async function finishAttempt(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  messageId: string,
+  outcome: { status: Extract<DraftStatus, 'sent' | 'failed'>; error: string | null },
+): Promise<EmailDraftRow | undefined> {
+  const [row] = await db
+    .update(emailDrafts)
+    .set({
+      status: outcome.status,
+      error: outcome.error,
+      sentAt: outcome.status === 'sent' ? sql`now()` : null,
+      sendingLeaseUntil: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(one(organizationUid, uid), eq(emailDrafts.status, 'sending'), eq(emailDrafts.messageId, messageId)),
+    )
+    .returning();
+  return row;
+}
+
+export interface SweepCandidate {
+  organization_uid: string;
+  uid: string;
+  send_job_id: string | null;
+}
+
+/**
+ * Drafts the worker should have picked up and has no pending job for: due drafts, and `sending`
+ * attempts whose lease ran out. Each half walks its own partial index.
+ */
+export async function findSweepCandidates(
+  db: DbOrTx,
+  queue: string,
+  limit: number,
+): Promise<SweepCandidate[]> {
+  const noPendingJob = `not exists (
+      select 1 from ${PGBOSS_SCHEMA}.job j
+      where j.name = $1 and j.id = d.send_job_id::uuid and j.state in ('created', 'retry', 'active'))`;
+  return rawQuery<SweepCandidate>(
+    db,
+    `(select d.organization_uid, d.uid, d.send_job_id from email_drafts d
+        where d.status = 'draft' and d.planned_send_at is not null and d.planned_send_at <= now()
+          and ${noPendingJob}
+        order by d.planned_send_at limit $2)
+     union all
+     (select d.organization_uid, d.uid, d.send_job_id from email_drafts d
+        where d.status = 'sending' and d.sending_lease_until <= now() and ${noPendingJob}
+        order by d.sending_lease_until limit $2)`,
+    [queue, limit],
+  );
+}
+
+/** Points the draft at a new send job, unless another one was set meanwhile. */
+export async function replaceSendJob(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  previousJobId: string | null,
+  jobId: string,
+): Promise<boolean> {
+  const rows = await db
+    .update(emailDrafts)
+    .set({ sendJobId: jobId })
+    .where(
+      and(
+        one(organizationUid, uid),
+        previousJobId === null
+          ? sql`${emailDrafts.sendJobId} is null`
+          : eq(emailDrafts.sendJobId, previousJobId),
+      ),
+    )
+    .returning({ uid: emailDrafts.uid });
+  return rows.length > 0;
+}

@@ -1,0 +1,67 @@
+import { Type } from 'typebox';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import { DRAFT_BODY_LIMIT_BYTES, EmailDraft, SaveDraftBody, UidParams } from './email-drafts.schemas.ts';
+import * as service from './email-drafts.service.ts';
+
+/** Interface 4.6: the draft routes answer the bare record, no envelope (interface 2.1). */
+export async function emailDraftRoutes(app: App, deps: AppDeps) {
+  const draftDeps: service.EmailDraftDeps = {
+    db: deps.database.db,
+    jobs: deps.jobs,
+    storage: deps.objectStorage,
+    onCleanupError: (what, error) => app.log.warn({ err: error }, `email draft: could not remove ${what}`),
+  };
+  app.addSchema(EmailDraft);
+  const draftRef = Type.Ref('EmailDraft');
+  const tags = ['Email'];
+
+  app.post(
+    '/api/email/drafts',
+    {
+      // Up to 10 MB of attachments arrive base64-encoded in the JSON body.
+      bodyLimit: DRAFT_BODY_LIMIT_BYTES,
+      schema: {
+        tags,
+        summary:
+          'Save a draft: without uid a create (201, from_account_id required), with uid an update of the fields sent (200)',
+        body: SaveDraftBody,
+        response: { 200: draftRef, 201: draftRef, ...errorResponses },
+      },
+      config: { scope: 'email:write' },
+    },
+    async (request, reply) => {
+      const ctx = request.tenant(request.body.organization_uid);
+      if (request.body.uid) return service.updateDraft(draftDeps, ctx, request.body.uid, request.body);
+      return reply.code(201).send(await service.createDraft(draftDeps, ctx, request.body));
+    },
+  );
+
+  app.get(
+    '/api/email/drafts/:uid',
+    {
+      schema: {
+        tags,
+        summary: 'Get an email draft (404 when it does not exist)',
+        params: UidParams,
+        response: { 200: draftRef, ...errorResponses },
+      },
+      config: { scope: 'email:read' },
+    },
+    async (request) => service.getDraft(draftDeps.db, request.tenant(), request.params.uid),
+  );
+
+  app.delete(
+    '/api/email/drafts/:uid',
+    {
+      schema: {
+        tags,
+        summary: 'Cancel an email that has not gone out (→ canceled; sending, sent or canceled → 409)',
+        params: UidParams,
+        response: { 200: draftRef, ...errorResponses },
+      },
+      config: { scope: 'email:write' },
+    },
+    async (request) => service.cancelDraft(draftDeps, request.tenant(), request.params.uid),
+  );
+}

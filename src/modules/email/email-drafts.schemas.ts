@@ -1,0 +1,81 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import { DRAFT_STATUSES } from './email-drafts.tables.ts';
+import { EmailAddress } from './email-accounts.schemas.ts';
+
+export const MAX_ATTACHMENTS = 10;
+export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
+/** Room for 10 MB of attachments in base64 (4/3 of it) plus the rest of the draft. */
+export const DRAFT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+
+const Addresses = Type.Array(EmailAddress, { maxItems: 100 });
+const SingleLine = (maxLength: number) => Type.String({ maxLength, pattern: '^[^\\r\\n]*$' });
+
+const AttachmentInput = Type.Object(
+  {
+    filename: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^\\r\\n\\\\/]*$' }),
+    content_type: Type.String({
+      maxLength: 255,
+      pattern: '^[A-Za-z0-9!#$&^_.+-]+/[A-Za-z0-9!#$&^_.+-]+(\\s*;[^\\r\\n]*)?$',
+    }),
+    data_base64: Type.String({ maxLength: Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4 + 1024 }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * Interface 2.10, one body for both operations (4.6): without `uid` a create (`from_account_id`
+ * required), with `uid` an update of only the fields sent. `null` clears a nullable field.
+ */
+export const SaveDraftBody = Type.Object({
+  uid: Type.Optional(Uuid),
+  organization_uid: Type.Optional(Uuid),
+  from_account_id: Type.Optional(Uuid),
+  to: Type.Optional(Addresses),
+  cc: Type.Optional(Addresses),
+  bcc: Type.Optional(Addresses),
+  subject: Type.Optional(SingleLine(998)),
+  body_text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
+  body_html: Type.Optional(Type.String({ maxLength: 2_000_000 })),
+  attachments: Type.Optional(
+    Type.Array(AttachmentInput, {
+      maxItems: MAX_ATTACHMENTS,
+      description: 'request only; on update the list replaces the stored one',
+    }),
+  ),
+  context_type: Type.Optional(Nullable(Type.String({ minLength: 1, maxLength: 64 }))),
+  context_id: Type.Optional(Nullable(Uuid)),
+  planned_send_at: Type.Optional(
+    Nullable(
+      Type.String({ format: 'date-time', description: 'when the worker sends it; now or past: at once' }),
+    ),
+  ),
+});
+export type SaveDraftBodyT = Static<typeof SaveDraftBody>;
+
+/** The bare draft record (interface 2.1: no envelope); attachments are never returned. */
+export const EmailDraft = Type.Object(
+  {
+    uid: Uuid,
+    from_account_id: Uuid,
+    from_email: Type.String(),
+    to: Type.Array(Type.String()),
+    cc: Type.Array(Type.String()),
+    bcc: Type.Array(Type.String()),
+    subject: Type.String(),
+    body_text: Type.String(),
+    body_html: Type.String(),
+    context_type: Nullable(Type.String()),
+    context_id: Nullable(Uuid),
+    planned_send_at: Nullable(DateTime),
+    status: Type.Union(DRAFT_STATUSES.map((s) => Type.Literal(s))),
+    sent_at: Nullable(DateTime),
+    error: Nullable(Type.String()),
+    message_id: Nullable(Type.String({ description: 'the Message-ID header, fixed when sending starts' })),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: 'EmailDraft' },
+);
+
+export const UidParams = Type.Object({ uid: Uuid });

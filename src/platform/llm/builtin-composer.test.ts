@@ -1,0 +1,134 @@
+import { describe, expect, it } from 'vitest';
+import { composeReminder, readHint } from './builtin-composer.ts';
+import { parseEmailAnswer } from './openai-generator.ts';
+import { createTextGenerator, type InvoiceFacts } from './text-generator.ts';
+
+const facts: InvoiceFacts = {
+  invoice_number: 'INV-7',
+  status: 'open',
+  currency: 'USD',
+  amount_due: '$1,234.50',
+  total: '$1,500.00',
+  issue_date: 'February 3, 2026',
+  due_date: 'March 5, 2026',
+  days_overdue: 12,
+  days_until_due: -12,
+  is_settled: false,
+  client_name: 'Client Co',
+  payment_link: 'https://pay.test/INV-7',
+  organization_name: 'Org A',
+  current_date: 'March 17, 2026',
+};
+const compose = (f: Partial<InvoiceFacts> = {}, prompt_hint?: string) =>
+  composeReminder({ context_type: 'invoice', facts: { ...facts, ...f }, prompt_hint });
+
+describe('composeReminder', () => {
+  it('an overdue invoice: names number, amount, due date and days overdue, politely', () => {
+    const { subject, body_text } = compose();
+    expect(subject).toBe('Reminder: invoice INV-7 is 12 days overdue');
+    for (const part of ['Hello Client Co,', 'INV-7', '$1,234.50', 'March 5, 2026', '12 days overdue']) {
+      expect(body_text).toContain(part);
+    }
+    expect(body_text).toContain('Days overdue: 12');
+    expect(body_text).toContain('https://pay.test/INV-7');
+    expect(body_text).toMatch(/friendly reminder/);
+    expect(body_text.endsWith('Thank you,\nOrg A')).toBe(true);
+  });
+
+  it('is deterministic', () => {
+    expect(compose({}, 'Mention the late fee')).toEqual(compose({}, 'Mention the late fee'));
+  });
+
+  it('long overdue reads firmer; a hint can soften it or harden a fresh one', () => {
+    const late = compose({ days_overdue: 45, days_until_due: -45 });
+    expect(late.subject).toBe('Overdue notice: invoice INV-7 ($1,234.50) is 45 days past due');
+    expect(late.body_text).toContain('as soon as possible');
+    expect(late.body_text.endsWith('Regards,\nOrg A')).toBe(true);
+    expect(compose({ days_overdue: 45 }, 'keep it friendly').subject).toMatch(/^Reminder:/);
+    expect(compose({ days_overdue: 1 }, 'be firm').subject).toMatch(/^Overdue notice:.*1 day past due$/);
+  });
+
+  it('not yet due, due today, no due date, paid', () => {
+    const upcoming = compose({ days_overdue: 0, days_until_due: 5 });
+    expect(upcoming.subject).toBe('Upcoming payment: invoice INV-7 is due on March 5, 2026');
+    expect(upcoming.body_text).toContain('is due on March 5, 2026, in 5 days');
+    expect(upcoming.body_text).toContain('Days overdue: 0 (due in 5 days)');
+    expect(upcoming.body_text).not.toContain('disregard');
+
+    const today = compose({ days_overdue: 0, days_until_due: 0 });
+    expect(today.subject).toBe('Reminder: invoice INV-7 is due today');
+    expect(today.body_text).toContain('Days overdue: 0 (due today)');
+
+    const undated = compose({ due_date: null, days_overdue: 0, days_until_due: null, payment_link: null });
+    expect(undated.subject).toBe('Invoice INV-7: $1,234.50 awaiting payment');
+    expect(undated.body_text).toContain('Due date: not set');
+    expect(undated.body_text).toContain('reply to this email');
+
+    const paid = compose({ is_settled: true, days_overdue: 0, client_name: null });
+    expect(paid.subject).toBe('Invoice INV-7 is paid in full: thank you');
+    expect(paid.body_text.startsWith('Hello,')).toBe(true);
+    expect(paid.body_text).toContain('paid in full');
+  });
+
+  it('a short hint that is a point for the client is included before the sign-off', () => {
+    const { body_text } = compose({}, 'Mention that a 2% late fee applies after 30 days');
+    expect(body_text).toContain('A 2% late fee applies after 30 days.\n\n');
+    expect(compose({}, 'We moved banks, see the new details on the invoice.').body_text).toContain(
+      'We moved banks, see the new details on the invoice.',
+    );
+  });
+});
+
+describe('readHint', () => {
+  it('reads a tone and a note, and leaves instructions to the writer out of the text', () => {
+    expect(readHint(undefined)).toEqual({});
+    expect(readHint('   ')).toEqual({});
+    expect(readHint('Be firm')).toEqual({ tone: 'firm' });
+    expect(readHint('keep it short and friendly')).toEqual({ tone: 'gentle' });
+    expect(readHint('Note: our office is closed on Friday')).toEqual({
+      note: 'Our office is closed on Friday.',
+    });
+    expect(readHint('This is the final reminder before collections')).toEqual({
+      tone: 'firm',
+      note: 'This is the final reminder before collections.',
+    });
+    expect(readHint('x'.repeat(301))).toEqual({});
+  });
+});
+
+describe('parseEmailAnswer', () => {
+  it('reads JSON, fenced JSON and JSON with text around it', () => {
+    const email = { subject: 'S', body_text: 'B' };
+    expect(parseEmailAnswer(JSON.stringify(email))).toEqual(email);
+    expect(parseEmailAnswer('```json\n{"subject":"S","body_text":"B"}\n```')).toEqual(email);
+    expect(parseEmailAnswer('Here you go: {"subject":"S","body_text":"B"} Enjoy')).toEqual(email);
+  });
+
+  it('refuses anything without a usable subject and body, and cleans the subject', () => {
+    for (const bad of [
+      null,
+      undefined,
+      '',
+      'no json',
+      '[]',
+      '{"subject":"S"}',
+      '{"subject":" ","body_text":"B"}',
+    ]) {
+      expect(parseEmailAnswer(bad)).toBeUndefined();
+    }
+    expect(parseEmailAnswer('{"subject":"S","body_text":7}')).toBeUndefined();
+    expect(parseEmailAnswer('{"subject":"a\\r\\nBcc: x@y","body_text":"l1\\r\\nl2"}')).toEqual({
+      subject: 'a Bcc: x@y',
+      body_text: 'l1\nl2',
+    });
+  });
+});
+
+describe('createTextGenerator', () => {
+  it('is the built-in composer without configuration, with zero usage', async () => {
+    const generator = createTextGenerator({ kind: 'builtin' });
+    expect(generator.kind).toBe('builtin');
+    const out = await generator.composeEmail({ context_type: 'invoice', facts });
+    expect(out).toEqual({ ...compose(), usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
+  });
+});

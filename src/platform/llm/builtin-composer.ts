@@ -1,0 +1,169 @@
+/**
+ * The embedded text generator: a deterministic payment reminder written from the invoice's values, so
+ * inference mode works with no outside service. The same input always gives the same text.
+ */
+import type {
+  EmailCompositionRequest,
+  GeneratedEmail,
+  InvoiceFacts,
+  TextGenerator,
+} from './text-generator.ts';
+
+type Tone = 'gentle' | 'firm';
+
+export interface HintReading {
+  /** A tone the hint asks for, if any. */
+  tone?: Tone;
+  /** A sentence to include in the email, if the hint carries one. */
+  note?: string;
+}
+
+const FIRM =
+  /\b(firm(ly)?|stern(ly)?|strict(ly)?|urgent(ly)?|final|serious(ly)?|escalat\w*|immediate(ly)?)\b/i;
+const GENTLE = /\b(gentle|gently|friendly|soft(ly)?|polite(ly)?|kind(ly)?|warm(ly)?|courteous(ly)?)\b/i;
+/** "Mention that …", "Note: …", "Tell them …": the rest is a point for the reader. */
+const POINT =
+  /^(?:please\s+)?(?:mention|note|add|include|say|state|tell (?:them|the client)|remind (?:them|the client))(?:\s+(?:that|of))?\s*:?\s+(.+)$/i;
+/** "Be firm", "Keep it short", "Use a warm tone": instructions to the writer, not text for the reader. */
+const INSTRUCTION =
+  /^(?:please\s+)?(?:be|make|keep|use|write|sound|tone|sign|address|avoid|don't|do not|focus|emphasi[sz]e|stress|ask)\b/i;
+/** A hint longer than this is guidance only; it is never pasted into the email. */
+const MAX_NOTE_LENGTH = 300;
+
+function sentence(text: string): string {
+  const trimmed = text.trim();
+  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
+  return /[.!?)]$/.test(capital) ? capital : `${capital}.`;
+}
+
+/**
+ * What the built-in composer can take from free-text guidance: a tone (from words like "firm" or
+ * "friendly") and, when the hint is short and reads as a point for the client rather than an instruction
+ * to the writer, one sentence to include before the sign-off.
+ */
+export function readHint(hint: string | undefined): HintReading {
+  const text = (hint ?? '').replace(/\s+/g, ' ').trim();
+  if (text === '') return {};
+  const reading: HintReading = {};
+  if (FIRM.test(text)) reading.tone = 'firm';
+  else if (GENTLE.test(text)) reading.tone = 'gentle';
+  if (text.length <= MAX_NOTE_LENGTH) {
+    const point = POINT.exec(text);
+    if (point) reading.note = sentence(point[1]!);
+    else if (!INSTRUCTION.test(text)) reading.note = sentence(text);
+  }
+  return reading;
+}
+
+const days = (n: number) => `${n} ${n === 1 ? 'day' : 'days'}`;
+
+type Timing =
+  | { kind: 'settled' }
+  | { kind: 'undated' }
+  | { kind: 'upcoming'; inDays: number; due: string }
+  | { kind: 'today'; due: string }
+  | { kind: 'overdue'; overdue: number; due: string };
+
+function timingOf(f: InvoiceFacts): Timing {
+  if (f.is_settled) return { kind: 'settled' };
+  if (f.due_date === null) return { kind: 'undated' };
+  if (f.days_overdue > 0) return { kind: 'overdue', overdue: f.days_overdue, due: f.due_date };
+  const inDays = f.days_until_due ?? 0;
+  return inDays > 0 ? { kind: 'upcoming', inDays, due: f.due_date } : { kind: 'today', due: f.due_date };
+}
+
+function subjectOf(f: InvoiceFacts, timing: Timing, tone: Tone): string {
+  const n = f.invoice_number;
+  switch (timing.kind) {
+    case 'settled':
+      return `Invoice ${n} is paid in full: thank you`;
+    case 'undated':
+      return `Invoice ${n}: ${f.amount_due} awaiting payment`;
+    case 'upcoming':
+      return `Upcoming payment: invoice ${n} is due on ${timing.due}`;
+    case 'today':
+      return `Reminder: invoice ${n} is due today`;
+    case 'overdue':
+      return tone === 'firm'
+        ? `Overdue notice: invoice ${n} (${f.amount_due}) is ${days(timing.overdue)} past due`
+        : `Reminder: invoice ${n} is ${days(timing.overdue)} overdue`;
+  }
+}
+
+function openingOf(f: InvoiceFacts, timing: Timing, tone: Tone): string {
+  const what = `invoice ${f.invoice_number} for ${f.amount_due}`;
+  switch (timing.kind) {
+    case 'settled':
+      return `Our records show that invoice ${f.invoice_number} (total ${f.total}) is paid in full. Thank you for your payment.`;
+    case 'undated':
+      return tone === 'firm'
+        ? `Our records show that ${what} is still unpaid. Please arrange payment as soon as possible.`
+        : `This is a friendly reminder that ${what} is awaiting payment.`;
+    case 'upcoming':
+      return tone === 'firm'
+        ? `Please note that ${what} is due on ${timing.due}, in ${days(timing.inDays)}. Please make sure payment reaches us by then.`
+        : `This is a friendly reminder that ${what} is due on ${timing.due}, in ${days(timing.inDays)}.`;
+    case 'today':
+      return tone === 'firm'
+        ? `Please note that ${what} is due today, ${timing.due}. Please make sure payment reaches us today.`
+        : `This is a friendly reminder that ${what} is due today, ${timing.due}.`;
+    case 'overdue':
+      return tone === 'firm'
+        ? `Our records show that ${what}, due on ${timing.due}, is now ${days(timing.overdue)} overdue. ` +
+            'Please arrange payment as soon as possible, or reply to let us know when we can expect it.'
+        : `This is a friendly reminder that ${what} was due on ${timing.due} and is now ${days(timing.overdue)} overdue.`;
+  }
+}
+
+function summaryOf(f: InvoiceFacts, timing: Timing): string[] {
+  const overdue =
+    timing.kind === 'overdue'
+      ? String(timing.overdue)
+      : timing.kind === 'upcoming'
+        ? `0 (due in ${days(timing.inDays)})`
+        : timing.kind === 'today'
+          ? '0 (due today)'
+          : '0';
+  return [
+    `Invoice: ${f.invoice_number}`,
+    `Amount due: ${f.amount_due}`,
+    `Due date: ${f.due_date ?? 'not set'}`,
+    `Days overdue: ${overdue}`,
+  ];
+}
+
+/** The reminder for an invoice; `prompt_hint` may set the tone and add one sentence. */
+export function composeReminder(request: EmailCompositionRequest): { subject: string; body_text: string } {
+  const f = request.facts;
+  const hint = readHint(request.prompt_hint);
+  const timing = timingOf(f);
+  // Long overdue reads firmer by default; the sender's hint decides when it names a tone.
+  const tone: Tone = hint.tone ?? (timing.kind === 'overdue' && timing.overdue > 30 ? 'firm' : 'gentle');
+  const paragraphs: string[] = [f.client_name ? `Hello ${f.client_name},` : 'Hello,'];
+  paragraphs.push(openingOf(f, timing, tone));
+  if (timing.kind !== 'settled') {
+    paragraphs.push(summaryOf(f, timing).join('\n'));
+    paragraphs.push(
+      f.payment_link
+        ? `You can pay online at ${f.payment_link}.`
+        : 'If you need a copy of the invoice or our payment details, just reply to this email.',
+    );
+  }
+  if (hint.note) paragraphs.push(hint.note);
+  if (timing.kind === 'overdue' || timing.kind === 'today' || timing.kind === 'undated') {
+    paragraphs.push('If you have already sent payment, please disregard this message.');
+  }
+  paragraphs.push(`${tone === 'firm' ? 'Regards' : 'Thank you'},\n${f.organization_name}`);
+  return { subject: subjectOf(f, timing, tone), body_text: paragraphs.join('\n\n') };
+}
+
+export class BuiltinComposer implements TextGenerator {
+  readonly kind = 'builtin' as const;
+
+  async composeEmail(request: EmailCompositionRequest): Promise<GeneratedEmail> {
+    return {
+      ...composeReminder(request),
+      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+    };
+  }
+}
