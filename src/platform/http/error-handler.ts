@@ -98,7 +98,10 @@ export function normalizeError(error: unknown): AppError {
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new AppError('invalid_json', 'The request body is not valid JSON');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new AppError('payload_too_large', 'The request body is larger than this route allows (1 MB for most JSON bodies)');
+      return new AppError(
+        'payload_too_large',
+        'The request body is larger than this route allows (1 MB for most JSON bodies)',
+      );
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return new AppError('unsupported_media_type', 'Unsupported Content-Type; send application/json');
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
