@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -28,6 +28,10 @@ import { emailPrepareRoutes } from './modules/email/email-prepare.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 
+type ValidatorFactory = NonNullable<
+  NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
+>;
+
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export interface BuildAppOptions {
@@ -48,7 +52,19 @@ function validators() {
 
 /** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
+  const ajv = validators();
+  const compileValidator: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
+    httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema);
   const app = Fastify({
+    // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
+    // (app.register) builds its validators from the server options, and would otherwise fall back to
+    // Fastify's default Ajv (which silently strips unknown fields instead of refusing them).
+    schemaController: {
+      compilersFactory: {
+        // The factory's declared type is Ajv-specific; any FastifySchemaCompiler is what it must return.
+        buildValidator: (() => compileValidator) as unknown as ValidatorFactory,
+      },
+    },
     logger: options.logger ?? loggerOptions(deps.config.logLevel),
     bodyLimit: deps.config.bodyLimitBytes,
     genReqId: (req) => {
@@ -70,10 +86,6 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     }
   });
 
-  const ajv = validators();
-  app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema),
-  );
   // On shutdown, requests still in flight are answered with `Connection: close`, so their keep-alive
   // sockets end with the response instead of holding the server open.
   let closing = false;
@@ -144,13 +156,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await invoiceRoutes(app, deps);
   await invoiceListRoutes(app, deps);
   await billingRoutes(app, deps);
+  await attachmentRoutes(app, deps);
   await emailAccountRoutes(app, deps);
   await emailDraftRoutes(app, deps);
   await emailPrepareRoutes(app, deps);
-  // Registered after every route that adds a shared schema: a schema added later (app.addSchema) left
-  // this route's multipart body unvalidated (unknown form fields slipped through; test/modules/
-  // attachments.test.ts guards it). The Fastify mechanism behind it is not yet understood.
-  await attachmentRoutes(app, deps);
   await storageRoutes(app, deps);
 
   return app;
