@@ -7,6 +7,7 @@ import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './attachments.repository.ts';
 import { findInvoice } from './invoices.repository.ts';
+import { isForeignKeyViolation } from '../../platform/db/errors.ts';
 
 export interface AttachmentDeps {
   db: Db;
@@ -74,13 +75,6 @@ async function invoiceOf(deps: AttachmentDeps, ctx: RequestContext, invoiceUid: 
 /** 404 unless the invoice is one of the caller's (checked before an upload is read). */
 export async function assertInvoiceVisible(deps: AttachmentDeps, ctx: RequestContext, invoiceUid: string) {
   await invoiceOf(deps, ctx, invoiceUid);
-}
-
-function isForeignKeyViolation(error: unknown): boolean {
-  for (let e = error as { code?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === '23503') return true;
-  }
-  return false;
 }
 
 /**

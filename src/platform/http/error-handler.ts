@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorChain } from '../db/errors.ts';
 import { AppError, type FieldError } from './errors.ts';
 import type { ErrorBodyT } from './schemas.ts';
 
@@ -51,12 +52,7 @@ export function toErrorBody(error: AppError): ErrorBodyT {
  * the thrown error alone turned a statement timeout in any drizzle query into a 500 instead of a 503.
  */
 function sqlStateOf(error: unknown): unknown {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (code !== undefined) return code;
-    current = (current as { cause?: unknown }).cause;
-  }
+  for (const e of errorChain(error)) if (e.code !== undefined) return e.code;
   return undefined;
 }
 
@@ -68,12 +64,9 @@ const CONNECTION_FAILURES = [
 ];
 
 function isConnectionFailure(error: unknown): boolean {
-  let current: unknown = error;
-  for (let depth = 0; depth < 5 && current && typeof current === 'object'; depth++) {
-    const { message, code } = current as { message?: unknown; code?: unknown };
+  for (const { message, code } of errorChain(error)) {
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return true;
     if (typeof message === 'string' && CONNECTION_FAILURES.some((m) => message.startsWith(m))) return true;
-    current = (current as { cause?: unknown }).cause;
   }
   return false;
 }

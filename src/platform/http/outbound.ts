@@ -120,22 +120,31 @@ export function parseOutboundUrl(raw: string): URL {
   return url;
 }
 
+/**
+ * The host's addresses (an IP literal is its own), or null when it resolves to nothing or to any
+ * private address. DNS failures are thrown. Used wherever an organization-configured host is checked.
+ */
+export async function publicAddressesOf(host: string): Promise<string[] | null> {
+  const addresses = net.isIP(host)
+    ? [host]
+    : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+  return addresses.length === 0 || addresses.some(isPrivateAddress) ? null : addresses;
+}
+
 /** Resolves the host now and refuses it when any address is private (configuration-time check). */
 export async function assertPublicTarget(raw: string, allowPrivate: boolean): Promise<URL> {
   const url = parseOutboundUrl(raw);
   if (allowPrivate) return url;
   const host = url.hostname.replace(/^\[|\]$/g, '');
-  let addresses: string[];
+  let addresses: string[] | null;
   try {
-    addresses = net.isIP(host)
-      ? [host]
-      : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
+    addresses = await publicAddressesOf(host);
   } catch {
     throw new AppError('validation_failed', `url host "${host}" does not resolve`, [
       { field: 'url', message: 'the host name does not resolve' },
     ]);
   }
-  if (addresses.length === 0 || addresses.some(isPrivateAddress)) {
+  if (!addresses) {
     throw new AppError('validation_failed', 'url points at a private or local network address', [
       { field: 'url', message: 'loopback, private, link-local and metadata addresses are not allowed' },
     ]);

@@ -1,7 +1,5 @@
 import crypto from 'node:crypto';
-import dns from 'node:dns';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import MailComposer from 'nodemailer/lib/mail-composer';
@@ -9,7 +7,7 @@ import SMTPConnection, {
   type SMTPConnectionOptions,
   type SMTPConnectionSendInfo,
 } from 'nodemailer/lib/smtp-connection';
-import { isPrivateAddress } from '../http/outbound.ts';
+import { publicAddressesOf } from '../http/outbound.ts';
 
 /**
  * Outbound email (CONTRACT §6) behind one small interface: the embedded default writes each message as
@@ -229,10 +227,8 @@ export function parseSmtpUrl(raw: string): ParsedSmtpUrl {
 
 /** Every address of `host`, refused when any is private (the check is repeated at each send). */
 export async function resolvePublicHost(host: string): Promise<string[]> {
-  const addresses = net.isIP(host)
-    ? [host]
-    : (await dns.promises.lookup(host, { all: true })).map((a) => a.address);
-  if (addresses.length === 0 || addresses.some(isPrivateAddress)) {
+  const addresses = await publicAddressesOf(host);
+  if (!addresses) {
     throw new SmtpUrlError(`${host} resolves to a loopback, private, link-local or metadata address`);
   }
   return addresses;
