@@ -25,6 +25,8 @@ import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
 import { emailAccountRoutes } from './modules/email/email-accounts.routes.ts';
 import { emailDraftRoutes } from './modules/email/email-drafts.routes.ts';
 import { emailPrepareRoutes } from './modules/email/email-prepare.routes.ts';
+import { agentRoutes } from './modules/agents/agents.routes.ts';
+import { workTaskRoutes } from './modules/work-tasks/work-tasks.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 
@@ -160,6 +162,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await emailAccountRoutes(app, deps);
   await emailDraftRoutes(app, deps);
   await emailPrepareRoutes(app, deps);
+  await workTaskRoutes(app, deps);
+  await agentRoutes(app, deps);
   await storageRoutes(app, deps);
 
   return app;

@@ -35,7 +35,19 @@ export interface Config {
   smtpUrl: string | undefined;
   /** Text generation for email inference mode (CONTRACT §6): built-in composer, or an OpenAI-compatible API. */
   llm: LlmConfig;
+  /** Chat notifications (CONTRACT §6): recorded only, or also posted through the Slack Web API. */
+  chat: ChatConfig;
 }
+
+export type ChatConfig =
+  | { kind: 'none' }
+  | {
+      kind: 'slack';
+      botToken: string;
+      /** Base of the Web API methods (default https://slack.com/api); tests point it at a local fake. */
+      apiUrl: string;
+      timeoutMs: number;
+    };
 
 export type LlmConfig =
   | { kind: 'builtin' }
@@ -141,6 +153,15 @@ function llm(env: Env): LlmConfig {
   return { kind: 'openai', baseUrl, apiKey, model, timeoutMs };
 }
 
+function chat(env: Env): ChatConfig {
+  const botToken = optional(env, 'SLACK_BOT_TOKEN');
+  const apiUrl = (optional(env, 'SLACK_API_URL') ?? 'https://slack.com/api').replace(/\/+$/, '');
+  if (!/^https?:\/\/[^/]/.test(apiUrl))
+    throw new ConfigError('SLACK_API_URL must start with http:// or https://');
+  if (!botToken) return { kind: 'none' };
+  return { kind: 'slack', botToken, apiUrl, timeoutMs: integer(env, 'SLACK_TIMEOUT_MS', 5000, 100, 60_000) };
+}
+
 function smtpUrl(env: Env): string | undefined {
   const url = optional(env, 'SMTP_URL');
   if (url && !/^smtps?:\/\/[^/]/.test(url))
@@ -172,5 +193,6 @@ export function loadConfig(env: Env = process.env): Config {
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     llm: llm(env),
+    chat: chat(env),
   };
 }

@@ -13,6 +13,8 @@ import {
   type SendJobData,
 } from '../../modules/email/email-sending.ts';
 
+import { AGENT_RUN_QUEUE } from '../../modules/agents/agent-runs.service.ts';
+
 export const MAINTENANCE_QUEUE = 'remit.maintenance';
 export const BILLING_RECONCILE_QUEUE = 'remit.billing.reconcile';
 
@@ -55,4 +57,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
     if (result.enqueued > 0) log.info(result, 'email sweep: due drafts re-enqueued');
   });
   await jobs.schedule(EMAIL_SWEEP_QUEUE, '* * * * *');
+
+  // Agent runs: one job per run, enqueued with the run row (docs/agents.md).
+  await jobs.define(AGENT_RUN_QUEUE);
 }

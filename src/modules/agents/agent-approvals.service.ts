@@ -1,0 +1,55 @@
+import type { RequestContext } from '../../platform/http/context.ts';
+import { memberOrganizationUids } from '../../platform/http/context.ts';
+import { notFound, validationFailed } from '../../platform/http/errors.ts';
+import type { AppDeps } from '../../platform/http/types.ts';
+import { raiseApproval, viewTask, type TaskView } from '../work-tasks/work-tasks.service.ts';
+import type { RaiseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
+import { findAgent } from './agents.repository.ts';
+import { agentRuns } from './agents.tables.ts';
+import { and, eq } from 'drizzle-orm';
+
+/**
+ * The HTTP door for approvals: an agent runtime (ours or outside) asks a person before acting. The task
+ * belongs to the agent's organization; `run_uid`, when given, must be one of that agent's runs.
+ */
+export async function raiseAgentApproval(
+  deps: Pick<AppDeps, 'database'>,
+  ctx: RequestContext,
+  agentUid: string,
+  body: RaiseApprovalBodyT,
+): Promise<TaskView> {
+  const { db } = deps.database;
+  return db.transaction(async (tx) => {
+    const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
+    if (!agent) throw notFound('Agent');
+    if (body.run_uid) {
+      const [run] = await tx
+        .select({ uid: agentRuns.uid })
+        .from(agentRuns)
+        .where(
+          and(
+            eq(agentRuns.organizationUid, agent.organizationUid),
+            eq(agentRuns.agentUid, agent.uid),
+            eq(agentRuns.uid, body.run_uid),
+          ),
+        );
+      if (!run) throw validationFailed('run_uid', 'No run of this agent has that uid');
+    }
+    if (typeof body.trigger.type !== 'string' || body.trigger.type.length === 0)
+      throw validationFailed('trigger.type', 'trigger needs a type (the event that started the agent)');
+    const task = await raiseApproval(tx, {
+      agent,
+      title: body.title,
+      reasoning: body.reasoning,
+      toolArgs: body.tool_args,
+      trigger: body.trigger,
+      description: body.description,
+      priority: body.priority,
+      dueDate: body.due_date,
+      assignTo: body.assign_to,
+      contextEntities: body.context_entities,
+      runUid: body.run_uid,
+    });
+    return viewTask(tx, task);
+  });
+}

@@ -1,0 +1,118 @@
+import { createChatClient } from '../../platform/chat/chat.ts';
+import { envelope } from '../../platform/http/envelope.ts';
+import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import { RaiseApprovalBody, WorkTaskEnvelope } from '../work-tasks/work-tasks.schemas.ts';
+import { raiseAgentApproval } from './agent-approvals.service.ts';
+import {
+  Agent,
+  AgentEnvelope,
+  AgentListEnvelope,
+  AgentUidParams,
+  CreateAgentBody,
+  ListAgentsQuery,
+  PatchAgentBody,
+} from './agents.schemas.ts';
+import * as service from './agents.service.ts';
+
+export async function agentRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const chat = createChatClient(deps.config.chat);
+  app.addSchema(Agent);
+  const tags = ['Agents'];
+
+  app.post(
+    '/api/agents',
+    {
+      schema: {
+        tags,
+        summary: 'Create an agent (status draft unless given)',
+        body: CreateAgentBody,
+        response: { 201: AgentEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write' },
+    },
+    async (request, reply) => {
+      const ctx = request.tenant(request.body.organization_uid);
+      const agent = await service.createAgent(db, ctx, chat, request.body);
+      return reply.code(201).send(envelope(agent, 'Agent created', 201));
+    },
+  );
+
+  app.get(
+    '/api/agents',
+    {
+      schema: {
+        tags,
+        summary: 'List the organization’s agents, newest first',
+        querystring: ListAgentsQuery,
+        response: { 200: AgentListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:read' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.query.organization_uid);
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await service.listAgents(
+        db,
+        ctx,
+        { status: request.query.status, agentType: request.query.agent_type },
+        page,
+      );
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Agents');
+    },
+  );
+
+  app.get(
+    '/api/agents/:agent_uid',
+    {
+      schema: {
+        tags,
+        summary: 'Get an agent',
+        params: AgentUidParams,
+        response: { 200: AgentEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:read' },
+    },
+    async (request) =>
+      envelope(await service.getAgent(db, request.tenant(), request.params.agent_uid), 'Agent'),
+  );
+
+  app.patch(
+    '/api/agents/:agent_uid',
+    {
+      schema: {
+        tags,
+        summary: 'Update an agent (only the sent fields change; notification_config null clears it)',
+        params: AgentUidParams,
+        body: PatchAgentBody,
+        response: { 200: AgentEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write' },
+    },
+    async (request) =>
+      envelope(
+        await service.patchAgent(db, request.tenant(), chat, request.params.agent_uid, request.body),
+        'Agent updated',
+      ),
+  );
+
+  app.post(
+    '/api/agents/:agent_uid/approvals',
+    {
+      schema: {
+        tags: [...tags, 'Work tasks'],
+        summary: 'Raise a hil_approval task on behalf of the agent (any agent runtime)',
+        params: AgentUidParams,
+        body: RaiseApprovalBody,
+        response: { 201: WorkTaskEnvelope, ...errorResponses },
+      },
+      config: { scope: 'work_tasks:write' },
+    },
+    async (request, reply) => {
+      const task = await raiseAgentApproval(deps, request.tenant(), request.params.agent_uid, request.body);
+      return reply.code(201).send(envelope(task, 'Approval requested', 201));
+    },
+  );
+}

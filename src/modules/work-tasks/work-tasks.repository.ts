@@ -1,0 +1,366 @@
+import { and, asc, count, desc, eq, ilike, inArray, isNull, or, sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../../platform/db/client.ts';
+import { containsPattern } from '../../platform/db/text-search.ts';
+import { agents } from '../agents/agents.tables.ts';
+import { invoices } from '../invoices/invoices.tables.ts';
+import { parties } from '../parties/parties.tables.ts';
+import { memberships, users } from '../tenancy/tenancy.tables.ts';
+import {
+  workTaskChanges,
+  workTaskContextEntities,
+  workTasks,
+  type ContextEntityType,
+  type TaskPriority,
+  type TaskStatus,
+  type TaskType,
+} from './work-tasks.tables.ts';
+
+export type TaskRow = typeof workTasks.$inferSelect;
+export type ChangeRow = typeof workTaskChanges.$inferSelect;
+export interface EntityRef {
+  entity_type: ContextEntityType;
+  entity_uid: string;
+}
+export interface HydratedEntity extends EntityRef {
+  taskUid: string;
+  invoice_number?: string;
+  counterparty_name?: string;
+  name?: string;
+}
+export interface NewChange {
+  byType: 'user' | 'agent';
+  byUserUid?: string | null;
+  byAgentUid?: string | null;
+  byName: string;
+  action: string;
+  details: Record<string, unknown> | null;
+}
+
+export async function insertTask(db: DbOrTx, values: typeof workTasks.$inferInsert): Promise<TaskRow> {
+  const [row] = await db.insert(workTasks).values(values).returning();
+  return row!;
+}
+
+export async function findTask(
+  db: DbOrTx,
+  organizationUids: string[],
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<TaskRow | undefined> {
+  if (organizationUids.length === 0) return undefined;
+  const query = db
+    .select()
+    .from(workTasks)
+    .where(and(inArray(workTasks.organizationUid, organizationUids), eq(workTasks.uid, uid)));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+export async function updateTask(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<typeof workTasks.$inferInsert>,
+): Promise<TaskRow> {
+  const [row] = await db
+    .update(workTasks)
+    .set({ ...values, revision: sql`${workTasks.revision} + 1`, updatedAt: sql`now()` })
+    .where(and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid)))
+    .returning();
+  return row!;
+}
+
+/**
+ * Resolves an approval only while it is unresolved: of concurrent resolutions exactly one updates the
+ * row (the others wait on its lock, then find `resolution` set and get nothing back).
+ */
+export async function resolveTask(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Pick<
+    typeof workTasks.$inferInsert,
+    'status' | 'resolution' | 'resolvedByUserUid' | 'resolutionNote' | 'toolArgs'
+  >,
+): Promise<TaskRow | undefined> {
+  const [row] = await db
+    .update(workTasks)
+    .set({
+      ...values,
+      resolvedAt: sql`now()`,
+      revision: sql`${workTasks.revision} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(workTasks.organizationUid, organizationUid),
+        eq(workTasks.uid, uid),
+        isNull(workTasks.resolution),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+export async function replaceContextEntities(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUid: string,
+  entities: EntityRef[],
+): Promise<void> {
+  await db
+    .delete(workTaskContextEntities)
+    .where(
+      and(
+        eq(workTaskContextEntities.organizationUid, organizationUid),
+        eq(workTaskContextEntities.taskUid, taskUid),
+      ),
+    );
+  if (entities.length === 0) return;
+  await db.insert(workTaskContextEntities).values(
+    entities.map((e, position) => ({
+      organizationUid,
+      taskUid,
+      entityType: e.entity_type,
+      entityUid: e.entity_uid,
+      position,
+    })),
+  );
+}
+
+export async function insertChanges(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUid: string,
+  changes: NewChange[],
+): Promise<void> {
+  if (changes.length === 0) return;
+  await db.insert(workTaskChanges).values(
+    changes.map((c, seq) => ({
+      organizationUid,
+      taskUid,
+      byType: c.byType,
+      byUserUid: c.byUserUid ?? null,
+      byAgentUid: c.byAgentUid ?? null,
+      byName: c.byName,
+      action: c.action,
+      details: c.details,
+      seq,
+    })),
+  );
+}
+
+/** Which of the given entities exist in the organization (`type:uid` keys). */
+export async function existingEntityKeys(
+  db: DbOrTx,
+  organizationUid: string,
+  entities: EntityRef[],
+): Promise<Set<string>> {
+  const invoiceUids = entities.filter((e) => e.entity_type === 'invoice').map((e) => e.entity_uid);
+  const partyUids = entities.filter((e) => e.entity_type === 'party').map((e) => e.entity_uid);
+  const found = new Set<string>();
+  if (invoiceUids.length > 0) {
+    const rows = await db
+      .select({ uid: invoices.uid })
+      .from(invoices)
+      .where(and(eq(invoices.organizationUid, organizationUid), inArray(invoices.uid, invoiceUids)));
+    for (const r of rows) found.add(`invoice:${r.uid}`);
+  }
+  if (partyUids.length > 0) {
+    const rows = await db
+      .select({ uid: parties.uid })
+      .from(parties)
+      .where(and(eq(parties.organizationUid, organizationUid), inArray(parties.uid, partyUids)));
+    for (const r of rows) found.add(`party:${r.uid}`);
+  }
+  return found;
+}
+
+/** Context entities of the tasks, with the names a reader needs (interface 2.8), in the given order. */
+export async function loadContextEntities(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUids: string[],
+): Promise<HydratedEntity[]> {
+  if (taskUids.length === 0) return [];
+  const rows = await db
+    .select({
+      taskUid: workTaskContextEntities.taskUid,
+      entityType: workTaskContextEntities.entityType,
+      entityUid: workTaskContextEntities.entityUid,
+      invoiceNumber: invoices.invoiceNumber,
+      invoiceType: invoices.invoiceType,
+      clientName: invoices.clientName,
+      vendorName: invoices.vendorName,
+      partyName: parties.name,
+    })
+    .from(workTaskContextEntities)
+    .leftJoin(
+      invoices,
+      and(
+        eq(workTaskContextEntities.entityType, 'invoice'),
+        eq(invoices.organizationUid, workTaskContextEntities.organizationUid),
+        eq(invoices.uid, workTaskContextEntities.entityUid),
+      ),
+    )
+    .leftJoin(
+      parties,
+      and(
+        eq(workTaskContextEntities.entityType, 'party'),
+        eq(parties.organizationUid, workTaskContextEntities.organizationUid),
+        eq(parties.uid, workTaskContextEntities.entityUid),
+      ),
+    )
+    .where(
+      and(
+        eq(workTaskContextEntities.organizationUid, organizationUid),
+        inArray(workTaskContextEntities.taskUid, taskUids),
+      ),
+    )
+    .orderBy(workTaskContextEntities.taskUid, workTaskContextEntities.position);
+  return rows.map((r) => {
+    const base = { taskUid: r.taskUid, entity_type: r.entityType, entity_uid: r.entityUid };
+    if (r.entityType === 'invoice')
+      return {
+        ...base,
+        invoice_number: r.invoiceNumber ?? '',
+        // The other side of the invoice: the client of a receivable, the vendor of a payable.
+        counterparty_name: (r.invoiceType === 'ACCOUNTS_PAYABLE' ? r.vendorName : r.clientName) ?? '',
+      };
+    return { ...base, name: r.partyName ?? '' };
+  });
+}
+
+export async function loadChanges(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUids: string[],
+): Promise<ChangeRow[]> {
+  if (taskUids.length === 0) return [];
+  return db
+    .select()
+    .from(workTaskChanges)
+    .where(
+      and(eq(workTaskChanges.organizationUid, organizationUid), inArray(workTaskChanges.taskUid, taskUids)),
+    )
+    .orderBy(workTaskChanges.at, workTaskChanges.seq, workTaskChanges.uid);
+}
+
+export async function loadUsers(db: DbOrTx, uids: string[]) {
+  if (uids.length === 0) return [];
+  return db
+    .select({ uid: users.uid, fullName: users.fullName, email: users.email, avatarUrl: users.avatarUrl })
+    .from(users)
+    .where(inArray(users.uid, uids));
+}
+
+export async function loadAgentNames(db: DbOrTx, organizationUid: string, uids: string[]) {
+  if (uids.length === 0) return [];
+  return db
+    .select({ uid: agents.uid, name: agents.name })
+    .from(agents)
+    .where(and(eq(agents.organizationUid, organizationUid), inArray(agents.uid, uids)));
+}
+
+export async function isMember(db: DbOrTx, organizationUid: string, userUid: string): Promise<boolean> {
+  const [row] = await db
+    .select({ userUid: memberships.userUid })
+    .from(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)));
+  return row !== undefined;
+}
+
+export async function agentExists(db: DbOrTx, organizationUid: string, agentUid: string): Promise<boolean> {
+  const [row] = await db
+    .select({ uid: agents.uid })
+    .from(agents)
+    .where(and(eq(agents.organizationUid, organizationUid), eq(agents.uid, agentUid)));
+  return row !== undefined;
+}
+
+export interface TaskFilters {
+  statuses?: TaskStatus[] | undefined;
+  type?: TaskType | undefined;
+  priorities?: TaskPriority[] | undefined;
+  assigneeUserUid?: string | undefined;
+  assigneeAgentUid?: string | undefined;
+  q?: string | undefined;
+}
+
+const PRIORITY_RANK = sql`case ${workTasks.priority} when 'urgent' then 0 when 'high' then 1 when 'medium' then 2 else 3 end`;
+const STATUS_RANK = sql`case ${workTasks.status} when 'todo' then 0 when 'in_progress' then 1 when 'in_review' then 2 when 'done' then 3 else 4 end`;
+const SORT_COLUMNS = {
+  created_at: sql`${workTasks.createdAt}`,
+  updated_at: sql`${workTasks.updatedAt}`,
+  due_date: sql`${workTasks.dueDate}`,
+  // Urgency order, not alphabetical: ascending puts urgent first.
+  priority: PRIORITY_RANK,
+  // Workflow order: todo, in_progress, in_review, done, canceled.
+  status: STATUS_RANK,
+} as const;
+export type TaskSortField = keyof typeof SORT_COLUMNS;
+
+export async function listTasks(
+  db: DbOrTx,
+  organizationUid: string,
+  filters: TaskFilters,
+  sort: { field: TaskSortField; descending: boolean },
+  limit: number,
+  offset: number,
+): Promise<{ rows: TaskRow[]; total: number }> {
+  const where: SQL[] = [eq(workTasks.organizationUid, organizationUid)];
+  if (filters.statuses?.length) where.push(inArray(workTasks.status, filters.statuses));
+  if (filters.type) where.push(eq(workTasks.type, filters.type));
+  if (filters.priorities?.length) where.push(inArray(workTasks.priority, filters.priorities));
+  if (filters.assigneeUserUid) where.push(eq(workTasks.assigneeUserUid, filters.assigneeUserUid));
+  if (filters.assigneeAgentUid) where.push(eq(workTasks.assigneeAgentUid, filters.assigneeAgentUid));
+  if (filters.q) {
+    const pattern = containsPattern(filters.q);
+    where.push(or(ilike(workTasks.title, pattern), ilike(workTasks.description, pattern))!);
+  }
+  const column = SORT_COLUMNS[sort.field];
+  const direction = sort.descending ? sql`desc nulls last` : sql`asc nulls last`;
+  const [rows, [totals]] = await Promise.all([
+    db
+      .select()
+      .from(workTasks)
+      .where(and(...where))
+      .orderBy(sql`${column} ${direction}`, sort.descending ? desc(workTasks.uid) : asc(workTasks.uid))
+      .limit(limit)
+      .offset(offset),
+    db
+      .select({ total: count() })
+      .from(workTasks)
+      .where(and(...where)),
+  ]);
+  return { rows, total: totals?.total ?? 0 };
+}
+
+/** Unresolved tasks of a type about one entity (the collections agent's "already asked?" check). */
+export async function findOpenTasksAbout(
+  db: DbOrTx,
+  organizationUid: string,
+  entity: EntityRef,
+  type: TaskType,
+): Promise<TaskRow[]> {
+  return db
+    .select({ task: workTasks })
+    .from(workTaskContextEntities)
+    .innerJoin(
+      workTasks,
+      and(
+        eq(workTasks.organizationUid, workTaskContextEntities.organizationUid),
+        eq(workTasks.uid, workTaskContextEntities.taskUid),
+      ),
+    )
+    .where(
+      and(
+        eq(workTaskContextEntities.organizationUid, organizationUid),
+        eq(workTaskContextEntities.entityType, entity.entity_type),
+        eq(workTaskContextEntities.entityUid, entity.entity_uid),
+        eq(workTasks.type, type),
+        inArray(workTasks.status, ['todo', 'in_progress', 'in_review']),
+      ),
+    )
+    .then((rows) => rows.map((r) => r.task));
+}

@@ -1,0 +1,99 @@
+import { envelope } from '../../platform/http/envelope.ts';
+import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import {
+  CreateTaskBody,
+  ListTasksQuery,
+  PatchTaskBody,
+  TaskUidParams,
+  WorkTask,
+  WorkTaskEnvelope,
+  WorkTaskListEnvelope,
+} from './work-tasks.schemas.ts';
+import * as service from './work-tasks.service.ts';
+
+export async function workTaskRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  app.addSchema(WorkTask);
+  const tags = ['Work tasks'];
+
+  app.post(
+    '/api/work-tasks',
+    {
+      schema: {
+        tags,
+        summary: 'Create a task for a person (type task; origin is the caller)',
+        body: CreateTaskBody,
+        response: { 201: WorkTaskEnvelope, ...errorResponses },
+      },
+      config: { scope: 'work_tasks:write' },
+    },
+    async (request, reply) => {
+      const task = await service.createTask(db, request.tenant(request.body.organization_uid), request.body);
+      return reply.code(201).send(envelope(task, 'Work task created', 201));
+    },
+  );
+
+  app.get(
+    '/api/work-tasks',
+    {
+      schema: {
+        tags,
+        summary: 'List work tasks with filters, sort and paging',
+        querystring: ListTasksQuery,
+        response: { 200: WorkTaskListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'work_tasks:read' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.query.organization_uid);
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await service.listTasks(db, ctx, request.query, page);
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Work tasks');
+    },
+  );
+
+  app.get(
+    '/api/work-tasks/:task_uid',
+    {
+      schema: {
+        tags,
+        summary: 'Get a work task with its context entities and change log',
+        params: TaskUidParams,
+        response: { 200: WorkTaskEnvelope, ...errorResponses },
+      },
+      config: { scope: 'work_tasks:read' },
+    },
+    async (request) =>
+      envelope(await service.getTask(db, request.tenant(), request.params.task_uid), 'Work task'),
+  );
+
+  app.patch(
+    '/api/work-tasks/:task_uid',
+    {
+      schema: {
+        tags,
+        summary: 'Update a task, or resolve a hil_approval (action approve|reject)',
+        description:
+          'A `task` takes title, description, assign_to, priority, due_date, status and context_entities. ' +
+          'A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. ' +
+          'Fields of the other kind are a 422.',
+        params: TaskUidParams,
+        body: PatchTaskBody,
+        response: { 200: WorkTaskEnvelope, ...errorResponses },
+      },
+      config: { scope: 'work_tasks:write' },
+    },
+    async (request) => {
+      const task = await service.patchTask(
+        db,
+        deps.jobs,
+        request.tenant(),
+        request.params.task_uid,
+        request.body,
+      );
+      return envelope(task, 'Work task updated');
+    },
+  );
+}

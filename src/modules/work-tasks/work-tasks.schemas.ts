@@ -1,0 +1,189 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Envelope, Nullable, PageMeta, Uuid, pageQuery } from '../../platform/http/schemas.ts';
+import { CONTEXT_ENTITY_TYPES, TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
+
+const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
+export const TaskStatus = literals(TASK_STATUSES);
+export const TaskPriority = literals(TASK_PRIORITIES);
+export const TaskType = literals(TASK_TYPES);
+const DateOnly = Type.String({ format: 'date', description: 'YYYY-MM-DD' });
+const JsonObject = Type.Record(Type.String(), Type.Unknown());
+
+// ---- read shape (interface 2.8) ----
+
+const Assignee = Type.Object({
+  type: Type.String({ description: 'user or agent' }),
+  user_uid: Type.Optional(Uuid),
+  agent_uid: Type.Optional(Uuid),
+  full_name: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+  avatar_url: Type.Optional(Nullable(Type.String())),
+});
+
+const Origin = Type.Object({
+  type: Type.String({ description: 'user or agent' }),
+  user_uid: Type.Optional(Uuid),
+  agent_uid: Type.Optional(Uuid),
+  user_name: Type.Optional(Type.String()),
+  agent_name: Type.Optional(Type.String()),
+  avatar_url: Type.Optional(Nullable(Type.String())),
+  trigger_type: Type.Optional(Nullable(Type.String())),
+});
+
+const ContextEntityView = Type.Object({
+  entity_type: Type.String(),
+  entity_uid: Uuid,
+  invoice_number: Type.Optional(Type.String()),
+  counterparty_name: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+});
+
+const ChangeLogEntry = Type.Object({
+  at: DateTime,
+  by_name: Type.String(),
+  by_type: Type.String(),
+  action: Type.String(),
+  details: Nullable(JsonObject),
+});
+
+const ResolvedBy = Type.Object({
+  type: Type.String(),
+  user_uid: Type.Optional(Uuid),
+  user_name: Type.Optional(Type.String()),
+  avatar_url: Type.Optional(Nullable(Type.String())),
+});
+
+export const WorkTask = Type.Object(
+  {
+    uid: Uuid,
+    organization_uid: Uuid,
+    title: Type.String(),
+    type: Type.String(),
+    status: Type.String(),
+    priority: Type.String(),
+    due_date: Nullable(Type.String()),
+    description: Type.String(),
+    created_at: DateTime,
+    updated_at: DateTime,
+    assign_to: Nullable(Assignee),
+    origin: Origin,
+    context_entities: Type.Array(ContextEntityView),
+    change_log: Type.Array(ChangeLogEntry),
+    // hil_approval only:
+    reasoning: Type.Optional(Type.String()),
+    tool_args: Type.Optional(JsonObject),
+    trigger: Type.Optional(Nullable(JsonObject)),
+    run_uid: Type.Optional(Nullable(Uuid)),
+    resolution: Type.Optional(Nullable(Type.String())),
+    resolved_at: Type.Optional(Nullable(DateTime)),
+    resolved_by: Type.Optional(Nullable(ResolvedBy)),
+    resolution_note: Type.Optional(Nullable(Type.String())),
+    /** PATCH answers only: why an approval started no follow-up run (interface 3.1). */
+    _warning: Type.Optional(Type.String()),
+  },
+  { $id: 'WorkTask', title: 'WorkTask' },
+);
+export const WorkTaskRef = Type.Ref('WorkTask');
+export const WorkTaskEnvelope = Envelope(WorkTaskRef);
+export const WorkTaskListEnvelope = Envelope(
+  Type.Object({ items: Type.Array(WorkTaskRef), _meta: PageMeta }),
+);
+
+// ---- write shapes ----
+
+export const AssignInput = Type.Object(
+  {
+    type: Type.Optional(Type.Union([Type.Literal('user'), Type.Literal('agent')])),
+    user_uid: Type.Optional(Uuid),
+    agent_uid: Type.Optional(Uuid),
+  },
+  { additionalProperties: false, description: 'null or {} unassigns' },
+);
+export type AssignInputT = Static<typeof AssignInput>;
+
+export const ContextEntityInput = Type.Object(
+  { entity_type: literals(CONTEXT_ENTITY_TYPES), entity_uid: Uuid },
+  { additionalProperties: false },
+);
+export type ContextEntityInputT = Static<typeof ContextEntityInput>;
+const ContextEntities = Type.Array(ContextEntityInput, { maxItems: 100 });
+
+const Title = Type.String({ minLength: 1, maxLength: 255 });
+const Description = Type.String({ maxLength: 20_000 });
+
+export const CreateTaskBody = Type.Object(
+  {
+    organization_uid: Type.Optional(Uuid),
+    title: Title,
+    description: Type.Optional(Description),
+    priority: Type.Optional(TaskPriority),
+    status: Type.Optional(TaskStatus),
+    due_date: Type.Optional(Nullable(DateOnly)),
+    assign_to: Type.Optional(Nullable(AssignInput)),
+    context_entities: Type.Optional(ContextEntities),
+  },
+  { additionalProperties: false },
+);
+export type CreateTaskBodyT = Static<typeof CreateTaskBody>;
+
+/**
+ * One body for both task types, because the type is only known once the task is read: a `task` takes
+ * the update fields, a `hil_approval` only the resolve schema (`action`, `tool_args`, `resolution_note`).
+ * Sending the other type's fields is a 422 naming them.
+ */
+export const PatchTaskBody = Type.Object(
+  {
+    title: Type.Optional(Title),
+    description: Type.Optional(Description),
+    assign_to: Type.Optional(Nullable(AssignInput)),
+    priority: Type.Optional(TaskPriority),
+    due_date: Type.Optional(Nullable(DateOnly)),
+    status: Type.Optional(TaskStatus),
+    context_entities: Type.Optional(ContextEntities),
+    action: Type.Optional(Type.Union([Type.Literal('approve'), Type.Literal('reject')])),
+    tool_args: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 })),
+    resolution_note: Type.Optional(Type.String({ maxLength: 10_000 })),
+  },
+  { additionalProperties: false },
+);
+export type PatchTaskBodyT = Static<typeof PatchTaskBody>;
+
+export const RaiseApprovalBody = Type.Object(
+  {
+    title: Title,
+    reasoning: Type.String({ maxLength: 20_000 }),
+    tool_args: Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 }),
+    trigger: Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 }),
+    description: Type.Optional(Description),
+    priority: Type.Optional(TaskPriority),
+    due_date: Type.Optional(Nullable(DateOnly)),
+    assign_to: Type.Optional(Nullable(AssignInput)),
+    context_entities: Type.Optional(ContextEntities),
+    run_uid: Type.Optional(Uuid),
+  },
+  { additionalProperties: false },
+);
+export type RaiseApprovalBodyT = Static<typeof RaiseApprovalBody>;
+
+export const TASK_SORT_FIELDS = ['created_at', 'updated_at', 'due_date', 'priority', 'status'] as const;
+
+export const ListTasksQuery = Type.Object({
+  organization_uid: Type.Optional(Uuid),
+  status: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated statuses' })),
+  type: Type.Optional(TaskType),
+  priority: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated priorities' })),
+  assignee_user_uid: Type.Optional(Uuid),
+  assignee_agent_uid: Type.Optional(Uuid),
+  q: Type.Optional(Type.String({ maxLength: 200, description: 'substring of title or description' })),
+  sort: Type.Optional(
+    Type.String({
+      pattern: `^[+ -]?(${TASK_SORT_FIELDS.join('|')})$`,
+      default: '-created_at',
+      description: 'prefix + ascending, - descending',
+    }),
+  ),
+  ...pageQuery(25),
+});
+export type ListTasksQueryT = Static<typeof ListTasksQuery>;
+
+export const TaskUidParams = Type.Object({ task_uid: Uuid });

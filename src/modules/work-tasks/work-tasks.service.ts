@@ -1,0 +1,521 @@
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
+import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound, validationFailed, type FieldError } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { findAgent, type AgentRow } from '../agents/agents.repository.ts';
+import { requestRun, runBlocker } from '../agents/agent-runs.service.ts';
+import * as repo from './work-tasks.repository.ts';
+import type {
+  AssignInputT,
+  ContextEntityInputT,
+  CreateTaskBodyT,
+  ListTasksQueryT,
+  PatchTaskBodyT,
+} from './work-tasks.schemas.ts';
+import {
+  TASK_PRIORITIES,
+  TASK_STATUSES,
+  type TaskPriority,
+  type TaskStatus,
+  type TaskType,
+} from './work-tasks.tables.ts';
+
+type TaskRow = repo.TaskRow;
+
+/** Who changed a task: a user (through the API) or an agent (raising an approval). */
+export interface Actor {
+  type: 'user' | 'agent';
+  userUid?: string;
+  agentUid?: string;
+  name: string;
+}
+
+export function userActor(ctx: RequestContext): Actor {
+  const { user } = ctx.principal;
+  return { type: 'user', userUid: user.uid, name: user.fullName || user.email };
+}
+
+export function agentActor(agent: Pick<AgentRow, 'uid' | 'name'>): Actor {
+  return { type: 'agent', agentUid: agent.uid, name: agent.name };
+}
+
+function change(actor: Actor, action: string, details: Record<string, unknown> | null): repo.NewChange {
+  return {
+    byType: actor.type,
+    byUserUid: actor.userUid ?? null,
+    byAgentUid: actor.agentUid ?? null,
+    byName: actor.name,
+    action,
+    details,
+  };
+}
+
+// ---- views ----
+
+/** Tasks as interface 2.8 shows them, hydrated with a fixed number of queries whatever their count. */
+export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: TaskRow[]) {
+  const taskUids = rows.map((r) => r.uid);
+  const userUids = new Set<string>();
+  const agentUids = new Set<string>();
+  for (const r of rows) {
+    for (const u of [r.assigneeUserUid, r.originUserUid, r.resolvedByUserUid]) if (u) userUids.add(u);
+    for (const a of [r.assigneeAgentUid, r.originAgentUid]) if (a) agentUids.add(a);
+  }
+  const [entities, changes, people, agentNames] = await Promise.all([
+    repo.loadContextEntities(db, organizationUid, taskUids),
+    repo.loadChanges(db, organizationUid, taskUids),
+    repo.loadUsers(db, [...userUids]),
+    repo.loadAgentNames(db, organizationUid, [...agentUids]),
+  ]);
+  const userBy = new Map(people.map((u) => [u.uid, u]));
+  const agentBy = new Map(agentNames.map((a) => [a.uid, a.name]));
+  const userName = (uid: string) => {
+    const u = userBy.get(uid);
+    return u ? u.fullName || u.email : '';
+  };
+  const avatar = (uid: string) => userBy.get(uid)?.avatarUrl ?? null;
+
+  return rows.map((r) => {
+    const view: Record<string, unknown> = {
+      uid: r.uid,
+      organization_uid: r.organizationUid,
+      title: r.title,
+      type: r.type,
+      status: r.status,
+      priority: r.priority,
+      due_date: r.dueDate,
+      description: r.description,
+      created_at: r.createdAt,
+      updated_at: r.updatedAt,
+      assign_to:
+        r.assigneeType === 'user' && r.assigneeUserUid
+          ? {
+              type: 'user',
+              user_uid: r.assigneeUserUid,
+              full_name: userName(r.assigneeUserUid),
+              avatar_url: avatar(r.assigneeUserUid),
+            }
+          : r.assigneeType === 'agent' && r.assigneeAgentUid
+            ? {
+                type: 'agent',
+                agent_uid: r.assigneeAgentUid,
+                name: agentBy.get(r.assigneeAgentUid) ?? '',
+                avatar_url: null,
+              }
+            : null,
+      origin:
+        r.originType === 'agent' && r.originAgentUid
+          ? {
+              type: 'agent',
+              agent_uid: r.originAgentUid,
+              agent_name: agentBy.get(r.originAgentUid) ?? '',
+              avatar_url: null,
+              trigger_type: r.originTriggerType,
+            }
+          : {
+              type: 'user',
+              user_uid: r.originUserUid,
+              user_name: r.originUserUid ? userName(r.originUserUid) : '',
+              avatar_url: r.originUserUid ? avatar(r.originUserUid) : null,
+            },
+      context_entities: entities
+        .filter((e) => e.taskUid === r.uid)
+        .map(({ taskUid: _taskUid, ...entity }) => entity),
+      change_log: changes
+        .filter((c) => c.taskUid === r.uid)
+        .map((c) => ({
+          at: c.at,
+          by_name: c.byName,
+          by_type: c.byType,
+          action: c.action,
+          details: c.details,
+        })),
+    };
+    if (r.type === 'hil_approval') {
+      Object.assign(view, {
+        reasoning: r.reasoning ?? '',
+        tool_args: r.toolArgs ?? {},
+        trigger: r.trigger,
+        run_uid: r.runUid,
+        resolution: r.resolution,
+        resolved_at: r.resolvedAt,
+        resolved_by: r.resolvedByUserUid
+          ? {
+              type: 'user',
+              user_uid: r.resolvedByUserUid,
+              user_name: userName(r.resolvedByUserUid),
+              avatar_url: avatar(r.resolvedByUserUid),
+            }
+          : null,
+        resolution_note: r.resolutionNote,
+      });
+    }
+    return view;
+  });
+}
+
+export type TaskView = Awaited<ReturnType<typeof toTaskViews>>[number];
+
+async function viewOf(db: DbOrTx, row: TaskRow): Promise<TaskView> {
+  return (await toTaskViews(db, row.organizationUid, [row]))[0]!;
+}
+
+// ---- validation of references ----
+
+type AssigneeColumns = Pick<TaskRow, 'assigneeType' | 'assigneeUserUid' | 'assigneeAgentUid'>;
+const UNASSIGNED: AssigneeColumns = { assigneeType: null, assigneeUserUid: null, assigneeAgentUid: null };
+
+/** `null` or `{}` unassigns; a user must be a member of the task's organization, an agent one of its agents. */
+async function resolveAssignee(
+  db: DbOrTx,
+  organizationUid: string,
+  input: AssignInputT | null | undefined,
+): Promise<AssigneeColumns> {
+  if (!input || (input.type === undefined && !input.user_uid && !input.agent_uid)) return UNASSIGNED;
+  const type = input.type ?? (input.user_uid ? 'user' : 'agent');
+  if (type === 'user') {
+    if (!input.user_uid || input.agent_uid)
+      throw validationFailed('assign_to', 'A user assignee takes user_uid (and no agent_uid)');
+    if (!(await repo.isMember(db, organizationUid, input.user_uid)))
+      throw validationFailed('assign_to.user_uid', 'No member of this organization has that uid');
+    return { assigneeType: 'user', assigneeUserUid: input.user_uid, assigneeAgentUid: null };
+  }
+  if (!input.agent_uid || input.user_uid)
+    throw validationFailed('assign_to', 'An agent assignee takes agent_uid (and no user_uid)');
+  if (!(await repo.agentExists(db, organizationUid, input.agent_uid)))
+    throw validationFailed('assign_to.agent_uid', 'No agent of this organization has that uid');
+  return { assigneeType: 'agent', assigneeUserUid: null, assigneeAgentUid: input.agent_uid };
+}
+
+/** Every linked entity must exist in the task's organization (else 422); duplicates collapse. */
+async function resolveContextEntities(
+  db: DbOrTx,
+  organizationUid: string,
+  input: ContextEntityInputT[],
+): Promise<repo.EntityRef[]> {
+  const seen = new Set<string>();
+  const entities = input.filter((e) => {
+    const key = `${e.entity_type}:${e.entity_uid}`;
+    return seen.has(key) ? false : (seen.add(key), true);
+  });
+  const found = await repo.existingEntityKeys(db, organizationUid, entities);
+  const errors: FieldError[] = [];
+  input.forEach((e, i) => {
+    if (!found.has(`${e.entity_type}:${e.entity_uid}`))
+      errors.push({
+        field: `context_entities[${i}]`,
+        message: `No ${e.entity_type} ${e.entity_uid} in this organization`,
+      });
+  });
+  if (errors.length > 0) throw new AppError('validation_failed', errors[0]!.message, errors);
+  return entities;
+}
+
+function cleanTitle(title: string): string {
+  const trimmed = title.trim();
+  if (trimmed.length === 0) throw validationFailed('title', 'title must have 1 to 255 characters');
+  return trimmed;
+}
+
+const assigneeSummary = (a: AssigneeColumns) =>
+  a.assigneeType === 'user'
+    ? { type: 'user', user_uid: a.assigneeUserUid }
+    : a.assigneeType === 'agent'
+      ? { type: 'agent', agent_uid: a.assigneeAgentUid }
+      : null;
+
+// ---- use cases ----
+
+export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBodyT): Promise<TaskView> {
+  const title = cleanTitle(body.title);
+  const org = ctx.organizationUid;
+  const actor = userActor(ctx);
+  return db.transaction(async (tx) => {
+    const assignee = await resolveAssignee(tx, org, body.assign_to);
+    const entities = await resolveContextEntities(tx, org, body.context_entities ?? []);
+    const task = await repo.insertTask(tx, {
+      organizationUid: org,
+      type: 'task',
+      title,
+      description: body.description ?? '',
+      status: body.status ?? 'todo',
+      priority: body.priority ?? 'medium',
+      dueDate: body.due_date ?? null,
+      ...assignee,
+      originType: 'user',
+      originUserUid: actor.userUid,
+    });
+    await repo.replaceContextEntities(tx, org, task.uid, entities);
+    await repo.insertChanges(tx, org, task.uid, [change(actor, 'created', null)]);
+    return viewOf(tx, task);
+  });
+}
+
+export interface RaiseApprovalInput {
+  agent: AgentRow;
+  title: string;
+  reasoning: string;
+  toolArgs: Record<string, unknown>;
+  trigger: Record<string, unknown>;
+  description?: string | undefined;
+  priority?: TaskPriority | undefined;
+  dueDate?: string | null | undefined;
+  assignTo?: AssignInputT | null | undefined;
+  contextEntities?: ContextEntityInputT[] | undefined;
+  runUid?: string | null | undefined;
+}
+
+/**
+ * Raises a `hil_approval` task on behalf of an agent: the one function behind
+ * `POST /api/agents/{uid}/approvals` (any agent runtime) and the built-in collections agent. Runs in the
+ * caller's transaction so the agent's own checks (one open approval per invoice) hold with it.
+ */
+export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Promise<TaskRow> {
+  const org = input.agent.organizationUid;
+  const title = cleanTitle(input.title);
+  const assignee = await resolveAssignee(tx, org, input.assignTo);
+  const entities = await resolveContextEntities(tx, org, input.contextEntities ?? []);
+  const triggerType = typeof input.trigger.type === 'string' ? input.trigger.type : null;
+  const task = await repo.insertTask(tx, {
+    organizationUid: org,
+    type: 'hil_approval',
+    title,
+    description: input.description ?? '',
+    status: 'todo',
+    priority: input.priority ?? 'medium',
+    dueDate: input.dueDate ?? null,
+    ...assignee,
+    originType: 'agent',
+    originAgentUid: input.agent.uid,
+    originTriggerType: triggerType,
+    reasoning: input.reasoning,
+    toolArgs: input.toolArgs,
+    trigger: input.trigger,
+    runUid: input.runUid ?? null,
+  });
+  await repo.replaceContextEntities(tx, org, task.uid, entities);
+  await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
+  return task;
+}
+
+export async function viewTask(db: DbOrTx, task: TaskRow): Promise<TaskView> {
+  return viewOf(db, task);
+}
+
+/** A task of any organization the caller belongs to; anything else is 404. */
+export async function getTask(db: Db, ctx: RequestContext, uid: string): Promise<TaskView> {
+  const task = await repo.findTask(db, memberOrganizationUids(ctx), uid);
+  if (!task) throw notFound('Work task');
+  return viewOf(db, task);
+}
+
+const RESOLVE_FIELDS = ['action', 'tool_args', 'resolution_note'] as const;
+const UPDATE_FIELDS = [
+  'title',
+  'description',
+  'assign_to',
+  'priority',
+  'due_date',
+  'status',
+  'context_entities',
+] as const;
+
+function refuseFields(body: PatchTaskBodyT, fields: readonly (keyof PatchTaskBodyT)[], why: string): void {
+  const sent = fields.filter((f) => body[f] !== undefined);
+  if (sent.length === 0) return;
+  throw new AppError(
+    'validation_failed',
+    `${why}: ${sent.join(', ')}`,
+    sent.map((field) => ({ field, message: why })),
+  );
+}
+
+export async function patchTask(
+  db: Db,
+  jobs: Jobs,
+  ctx: RequestContext,
+  uid: string,
+  body: PatchTaskBodyT,
+): Promise<TaskView> {
+  return db.transaction(async (tx) => {
+    const task = await repo.findTask(tx, memberOrganizationUids(ctx), uid, { forUpdate: true });
+    if (!task) throw notFound('Work task');
+    if (task.type === 'hil_approval') return resolveApproval(tx, jobs, ctx, task, body);
+    refuseFields(body, RESOLVE_FIELDS, 'Resolve fields apply only to hil_approval tasks');
+    return updateUserTask(tx, ctx, task, body);
+  });
+}
+
+async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, body: PatchTaskBodyT) {
+  const org = task.organizationUid;
+  const actor = userActor(ctx);
+  const changes: repo.NewChange[] = [];
+  const values: Partial<TaskRow> = {};
+  const simple = <K extends 'title' | 'description' | 'priority' | 'status' | 'dueDate'>(
+    key: K,
+    field: string,
+    next: TaskRow[K] | undefined,
+  ) => {
+    if (next === undefined || next === task[key]) return;
+    values[key] = next;
+    changes.push(change(actor, `${field}_changed`, { from: task[key], to: next }));
+  };
+  if (body.title !== undefined) simple('title', 'title', cleanTitle(body.title));
+  simple('description', 'description', body.description);
+  simple('priority', 'priority', body.priority);
+  simple('status', 'status', body.status);
+  simple('dueDate', 'due_date', body.due_date);
+
+  if (body.assign_to !== undefined) {
+    const next = await resolveAssignee(tx, org, body.assign_to);
+    const before = assigneeSummary(task);
+    const after = assigneeSummary(next);
+    if (JSON.stringify(before) !== JSON.stringify(after)) {
+      Object.assign(values, next);
+      changes.push(change(actor, after ? 'assigned' : 'unassigned', { from: before, to: after }));
+    }
+  }
+  if (body.context_entities !== undefined) {
+    const next = await resolveContextEntities(tx, org, body.context_entities);
+    const before = (await repo.loadContextEntities(tx, org, [task.uid])).map((e) => ({
+      entity_type: e.entity_type,
+      entity_uid: e.entity_uid,
+    }));
+    if (JSON.stringify(before) !== JSON.stringify(next)) {
+      await repo.replaceContextEntities(tx, org, task.uid, next);
+      changes.push(change(actor, 'context_entities_changed', { from: before, to: next }));
+    }
+  }
+  if (changes.length === 0) return viewOf(tx, task);
+  const updated = await repo.updateTask(tx, org, task.uid, values);
+  await repo.insertChanges(tx, org, task.uid, changes);
+  return viewOf(tx, updated);
+}
+
+async function resolveApproval(
+  tx: DbOrTx,
+  jobs: Jobs,
+  ctx: RequestContext,
+  task: TaskRow,
+  body: PatchTaskBodyT,
+) {
+  refuseFields(
+    body,
+    UPDATE_FIELDS,
+    'A hil_approval task takes only the resolve fields (action, tool_args, resolution_note)',
+  );
+  if (!body.action) throw validationFailed('action', 'action is required: approve or reject');
+  if (task.resolution)
+    throw new AppError('already_resolved', `This approval was already resolved (${task.resolution})`);
+  const approve = body.action === 'approve';
+  if (!approve && body.tool_args !== undefined)
+    throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
+  const org = task.organizationUid;
+  const actor = userActor(ctx);
+  // Edits are merged over what the agent asked for, so a reviewer can change one member (the body) and
+  // keep the rest (recipients, invoice).
+  const toolArgs =
+    approve && body.tool_args ? { ...(task.toolArgs ?? {}), ...body.tool_args } : task.toolArgs;
+  const resolved = await repo.resolveTask(tx, org, task.uid, {
+    status: approve ? 'done' : 'canceled',
+    resolution: approve ? 'approved' : 'rejected',
+    resolvedByUserUid: actor.userUid!,
+    resolutionNote: body.resolution_note ?? null,
+    toolArgs,
+  });
+  if (!resolved) throw new AppError('already_resolved', 'This approval was already resolved');
+  await repo.insertChanges(tx, org, task.uid, [
+    change(actor, 'resolved', {
+      action: body.action,
+      resolution: resolved.resolution,
+      resolution_note: body.resolution_note ?? null,
+      ...(approve && body.tool_args ? { edited_tool_args: Object.keys(body.tool_args) } : {}),
+    }),
+  ]);
+
+  let warning: string | undefined;
+  if (approve && task.trigger && task.originAgentUid) {
+    const agent = await findAgent(tx, [org], task.originAgentUid, { forUpdate: true });
+    const blocker = agent
+      ? await followUpBlocker(tx, agent)
+      : 'The agent that raised this approval no longer exists';
+    if (blocker) warning = `Approved, but no follow-up run was started: ${blocker}`;
+    else
+      await requestRun(tx, jobs, {
+        agent: agent!,
+        triggerType: 'approval',
+        trigger: { type: 'approval', task_uid: task.uid, original_trigger: task.trigger },
+        input: { task_uid: task.uid },
+        taskUid: task.uid,
+        requestedByUid: actor.userUid ?? null,
+      });
+  }
+  const view = await viewOf(tx, resolved);
+  return warning ? { ...view, _warning: warning } : view;
+}
+
+/** Extra reasons an agent type cannot act on an approval; agents register theirs (collections: an email account). */
+export type FollowUpCheck = (tx: DbOrTx, agent: AgentRow) => Promise<string | null>;
+const followUpChecks = new Map<string, FollowUpCheck>();
+export function registerFollowUpCheck(agentType: string, check: FollowUpCheck): void {
+  followUpChecks.set(agentType, check);
+}
+async function followUpBlocker(tx: DbOrTx, agent: AgentRow): Promise<string | null> {
+  return runBlocker(agent) ?? (await followUpChecks.get(agent.agentType)?.(tx, agent)) ?? null;
+}
+
+function commaList<T extends string>(
+  value: string | undefined,
+  allowed: readonly T[],
+  field: string,
+): T[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const items = value.split(',').map((s) => s.trim());
+  for (const item of items)
+    if (!(allowed as readonly string[]).includes(item))
+      throw new AppError('invalid_parameter', `Unknown ${field} "${item}"; one of ${allowed.join(', ')}`, [
+        { field, message: `must be a comma-separated list of ${allowed.join(', ')}` },
+      ]);
+  return items as T[];
+}
+
+export function parseSort<F extends string>(
+  sort: string | undefined,
+  fallback: string,
+): { field: F; descending: boolean } {
+  // A `+` in a query string arrives as a space.
+  const raw = (sort ?? fallback).replace(/^ /, '+');
+  const descending = raw.startsWith('-');
+  return { field: raw.replace(/^[+-]/, '') as F, descending };
+}
+
+export async function listTasks(db: Db, ctx: RequestContext, query: ListTasksQueryT, page: PageRequest) {
+  const org = ctx.organizationUid;
+  const { rows, total } = await repo.listTasks(
+    db,
+    org,
+    {
+      statuses: commaList<TaskStatus>(query.status, TASK_STATUSES, 'status'),
+      type: query.type as TaskType | undefined,
+      priorities: commaList<TaskPriority>(query.priority, TASK_PRIORITIES, 'priority'),
+      assigneeUserUid: query.assignee_user_uid,
+      assigneeAgentUid: query.assignee_agent_uid,
+      q: query.q?.trim() || undefined,
+    },
+    parseSort<repo.TaskSortField>(query.sort, '-created_at'),
+    page.perPage,
+    offsetOf(page),
+  );
+  return { items: await toTaskViews(db, org, rows), total };
+}
+
+/** Open tasks of a type about one entity (used by agents before raising another). */
+export async function findOpenTasksAbout(
+  db: DbOrTx,
+  organizationUid: string,
+  entity: repo.EntityRef,
+  type: TaskType,
+): Promise<TaskRow[]> {
+  return repo.findOpenTasksAbout(db, organizationUid, entity, type);
+}

@@ -1,0 +1,96 @@
+import type { ChatConfig } from '../../config.ts';
+
+export type ChannelCheck = { ok: true } | { ok: false; reason: string };
+
+/**
+ * Team chat (CONTRACT §6). The embedded default posts nothing (notifications are only recorded and
+ * listed); the Slack adapter talks to the Slack Web API. A failure is an error to record, never one
+ * that fails the caller's work.
+ */
+export interface ChatClient {
+  readonly kind: 'none' | 'slack';
+  /** Whether the bot can post to the channel (interface 2.5: it must already be a member). */
+  checkChannel(channelId: string): Promise<ChannelCheck>;
+  /** Posts a message; resolves to the message's id (Slack `ts`), rejects with the reason. */
+  postMessage(channelId: string, text: string): Promise<string>;
+}
+
+export class ChatDeliveryError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ChatDeliveryError';
+  }
+}
+
+class NoChat implements ChatClient {
+  readonly kind = 'none' as const;
+  checkChannel(): Promise<ChannelCheck> {
+    return Promise.resolve({ ok: true });
+  }
+  postMessage(): Promise<string> {
+    return Promise.reject(new ChatDeliveryError('No chat service is configured'));
+  }
+}
+
+interface SlackAnswer {
+  ok: boolean;
+  error?: string;
+  ts?: string;
+  channel?: { id?: string; is_member?: boolean; is_archived?: boolean };
+}
+
+/** Slack Web API (`conversations.info`, `chat.postMessage`) with a bot token. */
+class SlackChat implements ChatClient {
+  readonly kind = 'slack' as const;
+  constructor(private readonly config: Extract<ChatConfig, { kind: 'slack' }>) {}
+
+  private async call(method: string, params: Record<string, string>): Promise<SlackAnswer> {
+    const response = await fetch(`${this.config.apiUrl}/${method}`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${this.config.botToken}`,
+        'content-type': 'application/json; charset=utf-8',
+      },
+      body: JSON.stringify(params),
+      signal: AbortSignal.timeout(this.config.timeoutMs),
+    }).catch((error: unknown) => {
+      const why = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable';
+      throw new ChatDeliveryError(`Slack ${method} ${why}`);
+    });
+    if (!response.ok) throw new ChatDeliveryError(`Slack ${method} answered HTTP ${response.status}`);
+    const answer = (await response.json().catch(() => null)) as SlackAnswer | null;
+    if (!answer || typeof answer.ok !== 'boolean')
+      throw new ChatDeliveryError(`Slack ${method} answered something that is not a Web API reply`);
+    return answer;
+  }
+
+  async checkChannel(channelId: string): Promise<ChannelCheck> {
+    let answer: SlackAnswer;
+    try {
+      answer = await this.call('conversations.info', { channel: channelId });
+    } catch (error) {
+      return { ok: false, reason: `the channel could not be checked: ${(error as Error).message}` };
+    }
+    if (!answer.ok) {
+      if (answer.error === 'channel_not_found')
+        return { ok: false, reason: `channel ${channelId} does not exist or the bot cannot see it` };
+      return { ok: false, reason: `Slack refused conversations.info: ${answer.error ?? 'unknown error'}` };
+    }
+    if (answer.channel?.is_archived) return { ok: false, reason: `channel ${channelId} is archived` };
+    // Public channels are visible to a bot that has not joined; only membership lets it post.
+    if (answer.channel?.is_member !== true)
+      return { ok: false, reason: `the bot is not a member of channel ${channelId}; invite it first` };
+    return { ok: true };
+  }
+
+  async postMessage(channelId: string, text: string): Promise<string> {
+    const answer = await this.call('chat.postMessage', { channel: channelId, text });
+    if (!answer.ok)
+      throw new ChatDeliveryError(`Slack chat.postMessage failed: ${answer.error ?? 'unknown error'}`);
+    return answer.ts ?? '';
+  }
+}
+
+export function createChatClient(config: ChatConfig): ChatClient {
+  return config.kind === 'slack' ? new SlackChat(config) : new NoChat();
+}
