@@ -1,7 +1,24 @@
-import type { DbOrTx } from '../../platform/db/client.ts';
+import type { Config } from '../../config.ts';
+import type { ChatClient } from '../../platform/chat/chat.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { can, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound } from '../../platform/http/errors.ts';
+import { offsetOf, pageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
+import type { TextGenerator, TokenUsage as GeneratorUsage } from '../../platform/llm/text-generator.ts';
+import type { ObjectStorage } from '../../platform/storage/storage.ts';
+import type { Mailers } from '../email/email-sending.ts';
 import * as runsRepo from './agent-runs.repository.ts';
-import type { AgentRow } from './agents.repository.ts';
+import {
+  RUN_ATTRIBUTES,
+  type ActivitiesQueryT,
+  type RunAttribute,
+  type StartRunBodyT,
+} from './agent-runs.schemas.ts';
+import { findAgent, type AgentRow } from './agents.repository.ts';
+import { getAgentRow } from './agents.service.ts';
+import { RUN_STATUSES, type RunStatus, type TokenUsage } from './agents.tables.ts';
+import { notify } from './notifications.service.ts';
 
 export const AGENT_RUN_QUEUE = 'remit.agent.run';
 export interface AgentRunJobData {
@@ -53,9 +70,297 @@ export async function requestRun(tx: DbOrTx, jobs: Jobs, request: RunRequest): P
     tx,
     AGENT_RUN_QUEUE,
     { run_uid: run.uid, organization_uid: run.organizationUid },
-    // A run is not safely repeatable (it may have sent email): no automatic retry; a crash leaves it
-    // `running` and the sweep marks it `failed`.
+    // A run is not safely repeatable (it may have sent email): no automatic retry; a worker that dies
+    // leaves it `running` and the maintenance job marks it `failed`.
     { retryLimit: 0 },
   );
   return (await runsRepo.updateRun(tx, run.organizationUid, run.uid, { workflowId: jobId }))!;
+}
+
+// ---- reading ----
+
+/** Interface 2.4. `token_usage` only when asked for by sparse fields (and allowed: see listActivities). */
+export function toRunItem(row: RunRow, fields: readonly RunAttribute[] = DEFAULT_FIELDS) {
+  const all: Record<RunAttribute, unknown> = {
+    agent_uid: row.agentUid,
+    agent_version_uid: row.agentVersionUid,
+    scratchpad_uid: row.scratchpadUid,
+    workflow_id: row.workflowId,
+    approach: row.approach,
+    status: row.status,
+    sandbox: row.sandbox,
+    trigger_type: row.triggerType,
+    started_on: row.startedOn,
+    completed_on: row.completedOn,
+    created_on: row.createdOn,
+    token_usage: row.tokenUsage,
+    task_uid: row.taskUid,
+    error: row.error,
+    outcome: row.outcome,
+  };
+  const attributes: Partial<Record<RunAttribute, unknown>> = {};
+  for (const field of fields) attributes[field] = all[field];
+  return { id: row.uid, type: 'agent-runs' as const, attributes };
+}
+const DEFAULT_FIELDS = RUN_ATTRIBUTES.filter((f) => f !== 'token_usage');
+export type RunItem = ReturnType<typeof toRunItem>;
+
+function badParameter(field: string, message: string): AppError {
+  return new AppError('invalid_parameter', message, [{ field, message }]);
+}
+
+function sparseFields(ctx: RequestContext, value: string | undefined): readonly RunAttribute[] {
+  if (value === undefined || value.trim() === '') return DEFAULT_FIELDS;
+  const fields = value.split(',').map((f) => f.trim());
+  for (const f of fields)
+    if (!(RUN_ATTRIBUTES as readonly string[]).includes(f))
+      throw badParameter('fields[agent-runs]', `Unknown agent-runs field "${f}"`);
+  if (fields.includes('token_usage') && !can(ctx, 'agents:token_usage'))
+    throw new AppError('missing_scope', 'token_usage needs the agents:token_usage permission');
+  return fields as RunAttribute[];
+}
+
+const instant = (value: string | undefined): Date | undefined => {
+  if (value === undefined) return undefined;
+  // A bound without a timezone (allowed for `_to`) is UTC.
+  const withZone = /(z|[+-]\d\d(:?\d\d)?)$/i.test(value) ? value : `${value}Z`;
+  return new Date(withZone);
+};
+
+export async function listActivities(db: Db, ctx: RequestContext, agentUid: string, query: ActivitiesQueryT) {
+  const agent = await getAgentRow(db, ctx, agentUid);
+  const statuses = query.status
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  for (const s of statuses ?? [])
+    if (!(RUN_STATUSES as readonly string[]).includes(s))
+      throw badParameter('status', `Unknown run status "${s}"; one of ${RUN_STATUSES.join(', ')}`);
+  const fields = sparseFields(ctx, query['fields[agent-runs]']);
+  const raw = (query.sort ?? '-started_on').replace(/^ /, '+');
+  const page = pageRequest(query, 10);
+  const { rows, total, groups } = await runsRepo.listActivities(
+    db,
+    agent.organizationUid,
+    agent.uid,
+    {
+      statuses: statuses as RunStatus[] | undefined,
+      startedFrom: instant(query.started_on_from),
+      startedTo: instant(query.started_on_to),
+      completedFrom: instant(query.completed_on_from),
+      completedTo: instant(query.completed_on_to),
+      createdFrom: instant(query.created_on_from),
+      createdTo: instant(query.created_on_to),
+      hasStarted: query.has_started,
+      hasCompleted: query.has_completed,
+    },
+    {
+      field: raw.replace(/^[+-]/, '') as runsRepo.RunSortField,
+      descending: raw.startsWith('-'),
+      groupByTrigger: query.group_by === 'trigger',
+    },
+    page.perPage,
+    offsetOf(page),
+  );
+  return { items: rows.map((r) => toRunItem(r, fields)), total, page, groups };
+}
+
+export async function getRun(db: Db, ctx: RequestContext, runUid: string): Promise<RunItem> {
+  const run = await runsRepo.findRun(db, memberOrganizationUids(ctx), runUid);
+  if (!run) throw notFound('Agent run');
+  return toRunItem(run);
+}
+
+// ---- starting and cancelling ----
+
+/**
+ * `POST /api/agents/{uid}/runs`. A sandbox run may try out an agent in any status; a real one needs an
+ * active agent (CONTRACT §3).
+ */
+export async function startRun(
+  deps: { db: Db; jobs: Jobs },
+  ctx: RequestContext,
+  agentUid: string,
+  body: StartRunBodyT,
+): Promise<RunItem> {
+  const current = await getAgentRow(deps.db, ctx, agentUid);
+  return deps.db.transaction(async (tx) => {
+    const agent = (await findAgent(tx, [current.organizationUid], agentUid, { forUpdate: true }))!;
+    const blocker = body.sandbox ? null : runBlocker(agent);
+    if (blocker) throw new AppError('invalid_state', `${blocker}; a sandbox run is allowed`);
+    const triggerType = body.trigger_type ?? 'manual';
+    const run = await requestRun(tx, deps.jobs, {
+      agent,
+      triggerType,
+      trigger: { type: triggerType, requested_by: ctx.principal.user.uid },
+      input: body.input ?? {},
+      sandbox: body.sandbox ?? false,
+      requestedByUid: ctx.principal.user.uid,
+    });
+    return toRunItem(run);
+  });
+}
+
+/** Pending or running → cancelled; a finished run → 409. A running executor stops at its next step. */
+export async function cancelRun(deps: { db: Db; jobs: Jobs }, ctx: RequestContext, runUid: string) {
+  const run = await runsRepo.findRun(deps.db, memberOrganizationUids(ctx), runUid);
+  if (!run) throw notFound('Agent run');
+  const cancelled = await runsRepo.moveRun(
+    deps.db,
+    run.organizationUid,
+    run.uid,
+    ['pending', 'running'],
+    'cancelled',
+    {
+      cancelRequested: true,
+      completedOn: new Date(),
+    },
+  );
+  if (!cancelled) throw new AppError('invalid_state', `The run is already ${run.status}`);
+  if (run.status === 'pending' && run.workflowId) {
+    // Tidying only: a job that starts anyway finds the run cancelled and does nothing.
+    await deps.jobs.cancel(AGENT_RUN_QUEUE, run.workflowId).catch(() => undefined);
+  }
+  return toRunItem(cancelled);
+}
+
+// ---- executing ----
+
+/** What an executor may use: the same services and outside-service adapters as the API. */
+export interface RunEnv {
+  db: Db;
+  jobs: Jobs;
+  storage: ObjectStorage;
+  config: Config;
+  chat: ChatClient;
+  generator: TextGenerator;
+  mailers: Mailers;
+}
+
+export class RunInterrupted extends Error {
+  constructor(
+    readonly status: 'cancelled' | 'stopped',
+    message: string,
+  ) {
+    super(message);
+    this.name = 'RunInterrupted';
+  }
+}
+
+/** One run in progress, as its executor sees it. */
+export interface RunStep {
+  run: RunRow;
+  agent: AgentRow;
+  /** Between steps: throws RunInterrupted when the run was cancelled or its agent paused meanwhile. */
+  checkpoint(): Promise<void>;
+  /** Adds a model call's tokens to the run's `token_usage`. */
+  addUsage(usage: GeneratorUsage | null | undefined): void;
+}
+
+/** What a run produced: kept on the run (`outcome`) and summarized in the `outcome` notification. */
+export interface RunOutcome {
+  summary: string;
+  [key: string]: unknown;
+}
+
+export type AgentExecutor = (env: RunEnv, step: RunStep) => Promise<RunOutcome>;
+const executors = new Map<string, AgentExecutor>();
+
+/** Agent types with a built-in executor (collections); other types are run by outside runtimes. */
+export function registerExecutor(agentType: string, executor: AgentExecutor): void {
+  executors.set(agentType, executor);
+}
+
+export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'stopped' | 'skipped';
+
+/** The job: pending → running → completed | failed | stopped (or cancelled from outside). */
+export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<ExecuteResult> {
+  const org = data.organization_uid;
+  const pending = await runsRepo.findRun(env.db, [org], data.run_uid);
+  if (!pending || pending.status !== 'pending') return 'skipped';
+  const agent = await findAgent(env.db, [org], pending.agentUid);
+  if (!agent) return 'skipped';
+  const run = await runsRepo.moveRun(env.db, org, pending.uid, ['pending'], 'running', {
+    startedOn: new Date(),
+  });
+  if (!run) return 'skipped';
+
+  const usage: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+  const executor = executors.get(agent.agentType);
+  if (!executor) {
+    await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'stopped', {
+      completedOn: new Date(),
+      outcome: {
+        summary: `Agent type "${agent.agentType}" has no built-in executor; an outside runtime runs it`,
+      },
+    });
+    return 'stopped';
+  }
+  const step: RunStep = {
+    run,
+    agent,
+    checkpoint: async () => {
+      const now = await runsRepo.findRun(env.db, [org], run.uid);
+      if (!now || now.status === 'cancelled') throw new RunInterrupted('cancelled', 'The run was cancelled');
+      const latest = await findAgent(env.db, [org], agent.uid);
+      if (latest && latest.status === 'paused')
+        throw new RunInterrupted('stopped', `Agent "${agent.name}" was paused during the run`);
+    },
+    addUsage: (u) => {
+      if (!u) return;
+      usage.prompt_tokens += u.prompt_tokens;
+      usage.completion_tokens += u.completion_tokens;
+      usage.total_tokens += u.total_tokens;
+    },
+  };
+  const notifyDeps = { db: env.db, chat: env.chat };
+  try {
+    const outcome = await executor(env, step);
+    const done = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'completed', {
+      completedOn: new Date(),
+      outcome,
+      tokenUsage: usage,
+    });
+    if (!done) return 'cancelled';
+    await notify(notifyDeps, {
+      agent,
+      event: 'outcome',
+      text: `${agent.name} finished a run (trigger: ${run.triggerType}): ${outcome.summary}`,
+      runUid: run.uid,
+      sandbox: run.sandbox,
+    });
+    return 'completed';
+  } catch (error) {
+    if (error instanceof RunInterrupted) {
+      if (error.status === 'cancelled') {
+        await runsRepo.updateRun(env.db, org, run.uid, { tokenUsage: usage });
+        return 'cancelled';
+      }
+      await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'stopped', {
+        completedOn: new Date(),
+        tokenUsage: usage,
+        outcome: { summary: error.message },
+      });
+      return 'stopped';
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    const failed = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'failed', {
+      completedOn: new Date(),
+      error: message,
+      tokenUsage: usage,
+    });
+    if (failed)
+      await notify(notifyDeps, {
+        agent,
+        event: 'error',
+        text: `${agent.name} failed during a run (trigger: ${run.triggerType}): ${message}`,
+        runUid: run.uid,
+        sandbox: run.sandbox,
+      });
+    return 'failed';
+  }
+}
+
+export async function failAbandonedRuns(db: Db, olderThanMinutes = 60): Promise<number> {
+  return runsRepo.failAbandonedRuns(db, new Date(Date.now() - olderThanMinutes * 60_000));
 }

@@ -4,6 +4,8 @@ import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import { RaiseApprovalBody, WorkTaskEnvelope } from '../work-tasks/work-tasks.schemas.ts';
+// The built-in agent's executor and its approval check, registered wherever approvals can be resolved.
+import './collections-agent.ts';
 import { raiseAgentApproval } from './agent-approvals.service.ts';
 import {
   Agent,

@@ -2,9 +2,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Db } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { notFound, validationFailed } from '../../platform/http/errors.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './agents.repository.ts';
+import { isValidCron } from './agent-schedules.ts';
 import type { CreateAgentBodyT, NotificationConfigInputT, PatchAgentBodyT } from './agents.schemas.ts';
 import type { AgentStatus, AgentTool, AgentTrigger, NotificationConfig } from './agents.tables.ts';
 
@@ -68,7 +69,7 @@ function normalizeTriggers(triggers: CreateAgentBodyT['triggers']): AgentTrigger
       throw validationFailed('triggers', 'A schedule trigger needs a cron expression');
     if (trigger.type !== 'schedule' && trigger.cron !== undefined)
       throw validationFailed('triggers', 'Only schedule triggers take a cron expression');
-    if (trigger.cron !== undefined && trigger.cron.trim().split(/\s+/).length !== 5)
+    if (trigger.cron !== undefined && !isValidCron(trigger.cron))
       throw validationFailed(
         'triggers',
         'cron must have five fields (minute hour day month weekday), in UTC',
@@ -84,8 +85,21 @@ function normalizeTriggers(triggers: CreateAgentBodyT['triggers']): AgentTrigger
 async function assertChannelUsable(chat: ChatClient, config: NotificationConfig | null): Promise<void> {
   if (!config) return;
   const check = await chat.checkChannel(config.chat_channel_id);
-  if (!check.ok)
-    throw validationFailed('notification_config.chat_channel_id', `Cannot post there: ${check.reason}`);
+  if (check.ok) return;
+  // Slack down or our token refused: nothing is wrong with the caller's channel, so no 422.
+  if (check.upstream)
+    throw new AppError(
+      check.upstream === 'timeout' ? 'gateway_timeout' : 'bad_gateway',
+      `The chat channel could not be checked, try again: ${check.reason}`,
+    );
+  throw validationFailed('notification_config.chat_channel_id', `Cannot post there: ${check.reason}`);
+}
+
+/** Interface 2.5: 1 to 128 characters, and a name of only spaces is no name. */
+function cleanName(name: string): string {
+  const trimmed = name.trim();
+  if (trimmed.length === 0) throw validationFailed('name', 'name must have 1 to 128 characters');
+  return trimmed;
 }
 
 export async function createAgent(
@@ -95,6 +109,7 @@ export async function createAgent(
   body: CreateAgentBodyT,
 ): Promise<AgentView> {
   const agentType = body.agent_type ?? 'custom';
+  const name = cleanName(body.name);
   const notificationConfig = body.notification_config
     ? normalizeNotificationConfig(body.notification_config)
     : null;
@@ -105,7 +120,7 @@ export async function createAgent(
     const agent = await repo.insertAgent(tx, {
       organizationUid: ctx.organizationUid,
       agentType,
-      name: body.name.trim() || body.name,
+      name,
       description: body.description ?? '',
       instructions: body.instructions ?? '',
       status: body.status ?? 'draft',
@@ -140,6 +155,7 @@ export async function patchAgent(
   body: PatchAgentBodyT,
 ): Promise<AgentView> {
   const current = await getAgentRow(db, ctx, uid);
+  const name = body.name !== undefined ? cleanName(body.name) : undefined;
   const notificationConfig =
     body.notification_config === undefined
       ? undefined
@@ -159,7 +175,7 @@ export async function patchAgent(
     const agent = await repo.findAgent(tx, [current.organizationUid], uid, { forUpdate: true });
     if (!agent) throw notFound('Agent');
     const changes: Partial<AgentRow> = {
-      ...(body.name !== undefined ? { name: body.name.trim() || body.name } : {}),
+      ...(name !== undefined ? { name } : {}),
       ...(body.description !== undefined ? { description: body.description } : {}),
       ...(body.instructions !== undefined ? { instructions: body.instructions } : {}),
       ...(body.status !== undefined ? { status: body.status as AgentStatus } : {}),

@@ -1,6 +1,6 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, Envelope, Nullable, PageMeta, Uuid, pageQuery } from '../../platform/http/schemas.ts';
-import { CONTEXT_ENTITY_TYPES, TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
+import { TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
 
 const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 export const TaskStatus = literals(TASK_STATUSES);
@@ -102,7 +102,7 @@ export const AssignInput = Type.Object(
 export type AssignInputT = Static<typeof AssignInput>;
 
 export const ContextEntityInput = Type.Object(
-  { entity_type: literals(CONTEXT_ENTITY_TYPES), entity_uid: Uuid },
+  { entity_type: Type.Union([Type.Literal('invoice'), Type.Literal('party')]), entity_uid: Uuid },
   { additionalProperties: false },
 );
 export type ContextEntityInputT = Static<typeof ContextEntityInput>;

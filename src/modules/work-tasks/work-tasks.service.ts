@@ -62,12 +62,12 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
     for (const u of [r.assigneeUserUid, r.originUserUid, r.resolvedByUserUid]) if (u) userUids.add(u);
     for (const a of [r.assigneeAgentUid, r.originAgentUid]) if (a) agentUids.add(a);
   }
-  const [entities, changes, people, agentNames] = await Promise.all([
-    repo.loadContextEntities(db, organizationUid, taskUids),
-    repo.loadChanges(db, organizationUid, taskUids),
-    repo.loadUsers(db, [...userUids]),
-    repo.loadAgentNames(db, organizationUid, [...agentUids]),
-  ]);
+  // One after another: `db` may be a transaction, whose single connection must not be given
+  // concurrent queries (node-postgres deprecates it).
+  const entities = await repo.loadContextEntities(db, organizationUid, taskUids);
+  const changes = await repo.loadChanges(db, organizationUid, taskUids);
+  const people = await repo.loadUsers(db, [...userUids]);
+  const agentNames = await repo.loadAgentNames(db, organizationUid, [...agentUids]);
   const userBy = new Map(people.map((u) => [u.uid, u]));
   const agentBy = new Map(agentNames.map((a) => [a.uid, a.name]));
   const userName = (uid: string) => {
@@ -518,4 +518,42 @@ export async function findOpenTasksAbout(
   type: TaskType,
 ): Promise<TaskRow[]> {
   return repo.findOpenTasksAbout(db, organizationUid, entity, type);
+}
+
+/**
+ * A task for a person, opened by an agent (origin = the agent): the collections agent's "Client
+ * replied about invoice …". Runs in the caller's transaction.
+ */
+export async function openTaskForAgent(
+  tx: DbOrTx,
+  input: {
+    agent: AgentRow;
+    title: string;
+    description: string;
+    triggerType: string;
+    contextEntities: ContextEntityInputT[];
+    priority?: TaskPriority;
+  },
+): Promise<TaskRow> {
+  const org = input.agent.organizationUid;
+  const entities = await resolveContextEntities(tx, org, input.contextEntities);
+  const task = await repo.insertTask(tx, {
+    organizationUid: org,
+    type: 'task',
+    title: cleanTitle(input.title.slice(0, 255)),
+    description: input.description,
+    status: 'todo',
+    priority: input.priority ?? 'high',
+    originType: 'agent',
+    originAgentUid: input.agent.uid,
+    originTriggerType: input.triggerType,
+  });
+  await repo.replaceContextEntities(tx, org, task.uid, entities);
+  await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
+  return task;
+}
+
+/** A task row of the organization by uid, for background actors (no caller membership to check). */
+export async function findTaskInOrganization(db: DbOrTx, organizationUid: string, uid: string) {
+  return repo.findTask(db, [organizationUid], uid);
 }

@@ -1,6 +1,16 @@
 import type { ChatConfig } from '../../config.ts';
 
-export type ChannelCheck = { ok: true } | { ok: false; reason: string };
+export type ChannelCheck =
+  | { ok: true }
+  | {
+      ok: false;
+      reason: string;
+      /**
+       * Set when Slack itself could not answer (unreachable, timed out, an HTTP error, our token refused):
+       * the channel is unknown, not wrong, and the caller's input is not at fault.
+       */
+      upstream?: 'error' | 'timeout';
+    };
 
 /**
  * Team chat (CONTRACT §6). The embedded default posts nothing (notifications are only recorded and
@@ -16,7 +26,10 @@ export interface ChatClient {
 }
 
 export class ChatDeliveryError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly timedOut = false,
+  ) {
     super(message);
     this.name = 'ChatDeliveryError';
   }
@@ -44,18 +57,27 @@ class SlackChat implements ChatClient {
   readonly kind = 'slack' as const;
   constructor(private readonly config: Extract<ChatConfig, { kind: 'slack' }>) {}
 
-  private async call(method: string, params: Record<string, string>): Promise<SlackAnswer> {
+  /**
+   * Slack's write methods (`chat.postMessage`) take a JSON body; its read methods (`conversations.info`)
+   * take only form or query parameters and silently ignore a JSON body (then answer `channel_not_found`).
+   */
+  private async call(
+    method: string,
+    params: Record<string, string>,
+    encoding: 'json' | 'form',
+  ): Promise<SlackAnswer> {
     const response = await fetch(`${this.config.apiUrl}/${method}`, {
       method: 'POST',
       headers: {
         authorization: `Bearer ${this.config.botToken}`,
-        'content-type': 'application/json; charset=utf-8',
+        'content-type':
+          encoding === 'json' ? 'application/json; charset=utf-8' : 'application/x-www-form-urlencoded',
       },
-      body: JSON.stringify(params),
+      body: encoding === 'json' ? JSON.stringify(params) : new URLSearchParams(params).toString(),
       signal: AbortSignal.timeout(this.config.timeoutMs),
     }).catch((error: unknown) => {
-      const why = error instanceof Error && error.name === 'TimeoutError' ? 'timed out' : 'unreachable';
-      throw new ChatDeliveryError(`Slack ${method} ${why}`);
+      const timedOut = error instanceof Error && error.name === 'TimeoutError';
+      throw new ChatDeliveryError(`Slack ${method} ${timedOut ? 'timed out' : 'unreachable'}`, timedOut);
     });
     if (!response.ok) throw new ChatDeliveryError(`Slack ${method} answered HTTP ${response.status}`);
     const answer = (await response.json().catch(() => null)) as SlackAnswer | null;
@@ -67,14 +89,25 @@ class SlackChat implements ChatClient {
   async checkChannel(channelId: string): Promise<ChannelCheck> {
     let answer: SlackAnswer;
     try {
-      answer = await this.call('conversations.info', { channel: channelId });
+      answer = await this.call('conversations.info', { channel: channelId }, 'form');
     } catch (error) {
-      return { ok: false, reason: `the channel could not be checked: ${(error as Error).message}` };
+      return {
+        ok: false,
+        reason: `the channel could not be checked: ${(error as Error).message}`,
+        upstream: error instanceof ChatDeliveryError && error.timedOut ? 'timeout' : 'error',
+      };
     }
     if (!answer.ok) {
       if (answer.error === 'channel_not_found')
         return { ok: false, reason: `channel ${channelId} does not exist or the bot cannot see it` };
-      return { ok: false, reason: `Slack refused conversations.info: ${answer.error ?? 'unknown error'}` };
+      if (answer.error === 'channel_is_limited_access')
+        return { ok: false, reason: `the bot has no access to channel ${channelId}` };
+      // Anything else is about our token or Slack itself (invalid_auth, missing_scope, ratelimited …).
+      return {
+        ok: false,
+        reason: `Slack refused conversations.info: ${answer.error ?? 'unknown error'}`,
+        upstream: 'error',
+      };
     }
     if (answer.channel?.is_archived) return { ok: false, reason: `channel ${channelId} is archived` };
     // Public channels are visible to a bot that has not joined; only membership lets it post.
@@ -84,7 +117,7 @@ class SlackChat implements ChatClient {
   }
 
   async postMessage(channelId: string, text: string): Promise<string> {
-    const answer = await this.call('chat.postMessage', { channel: channelId, text });
+    const answer = await this.call('chat.postMessage', { channel: channelId, text }, 'json');
     if (!answer.ok)
       throw new ChatDeliveryError(`Slack chat.postMessage failed: ${answer.error ?? 'unknown error'}`);
     return answer.ts ?? '';

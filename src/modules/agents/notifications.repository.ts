@@ -1,0 +1,76 @@
+import { and, count, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
+import type { DbOrTx } from '../../platform/db/client.ts';
+import { agentNotifications, type NotificationEvent } from './agents.tables.ts';
+
+export type NotificationRow = typeof agentNotifications.$inferSelect;
+
+export async function insertNotification(
+  db: DbOrTx,
+  values: typeof agentNotifications.$inferInsert,
+): Promise<NotificationRow> {
+  const [row] = await db.insert(agentNotifications).values(values).returning();
+  return row!;
+}
+
+export async function recordDelivery(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Pick<typeof agentNotifications.$inferInsert, 'deliveryStatus' | 'deliveryError' | 'externalId'>,
+): Promise<NotificationRow | undefined> {
+  const [row] = await db
+    .update(agentNotifications)
+    .set({ ...values, deliveredAt: values.deliveryStatus === 'sent' ? sql`now()` : null })
+    .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)))
+    .returning();
+  return row;
+}
+
+export async function listNotifications(
+  db: DbOrTx,
+  organizationUid: string,
+  agentUid: string,
+  filters: { event?: NotificationEvent | undefined; limit: number; offset: number },
+): Promise<{ rows: NotificationRow[]; total: number }> {
+  const where: SQL[] = [
+    eq(agentNotifications.organizationUid, organizationUid),
+    eq(agentNotifications.agentUid, agentUid),
+  ];
+  if (filters.event) where.push(eq(agentNotifications.event, filters.event));
+  const [rows, [totals]] = await Promise.all([
+    db
+      .select()
+      .from(agentNotifications)
+      .where(and(...where))
+      .orderBy(desc(agentNotifications.createdAt), desc(agentNotifications.uid))
+      .limit(filters.limit)
+      .offset(filters.offset),
+    db
+      .select({ total: count() })
+      .from(agentNotifications)
+      .where(and(...where)),
+  ]);
+  return { rows, total: totals?.total ?? 0 };
+}
+
+export async function hasNotificationSince(
+  db: DbOrTx,
+  organizationUid: string,
+  agentUid: string,
+  event: NotificationEvent,
+  since: Date,
+): Promise<boolean> {
+  const [row] = await db
+    .select({ uid: agentNotifications.uid })
+    .from(agentNotifications)
+    .where(
+      and(
+        eq(agentNotifications.organizationUid, organizationUid),
+        eq(agentNotifications.agentUid, agentUid),
+        eq(agentNotifications.event, event),
+        gte(agentNotifications.createdAt, since),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
+}

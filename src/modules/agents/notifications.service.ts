@@ -1,0 +1,160 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../../platform/db/client.ts';
+import { rawQuery } from '../../platform/db/client.ts';
+import type { ChatClient } from '../../platform/chat/chat.ts';
+import type { RequestContext } from '../../platform/http/context.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import type { AgentRow } from './agents.repository.ts';
+import { getAgentRow } from './agents.service.ts';
+import { agents, type NotificationEvent } from './agents.tables.ts';
+import * as repo from './notifications.repository.ts';
+
+/** Interface §6 defaults, used when an agent has no notification settings (nothing is posted then). */
+const DEFAULT_SWITCHES: Record<NotificationEvent, boolean> = {
+  action_taken: true,
+  approval_required: true,
+  outcome: true,
+  error: true,
+  digest: false,
+};
+
+export interface NotifyDeps {
+  db: Db;
+  chat: ChatClient;
+}
+
+export interface Notice {
+  agent: AgentRow;
+  event: NotificationEvent;
+  text: string;
+  runUid?: string | null;
+  taskUid?: string | null;
+  invoiceUid?: string | null;
+  /** Sandbox runs record what they would have said; nothing is posted. */
+  sandbox?: boolean;
+}
+
+export function isSwitchedOn(agent: AgentRow, event: NotificationEvent): boolean {
+  return (agent.notificationConfig?.events ?? DEFAULT_SWITCHES)[event];
+}
+
+/**
+ * Records an agent event and, when a chat service and a channel are configured, posts it. Switched-off
+ * events are neither recorded nor posted. A delivery failure is recorded on the notification and never
+ * thrown: a broken chat must not fail the work it reports on.
+ */
+export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.NotificationRow | null> {
+  const { agent } = notice;
+  if (!isSwitchedOn(agent, notice.event)) return null;
+  const channelId = agent.notificationConfig?.chat_channel_id ?? null;
+  const willPost = deps.chat.kind !== 'none' && channelId !== null && !notice.sandbox;
+  const row = await repo.insertNotification(deps.db, {
+    organizationUid: agent.organizationUid,
+    agentUid: agent.uid,
+    runUid: notice.runUid ?? null,
+    taskUid: notice.taskUid ?? null,
+    invoiceUid: notice.invoiceUid ?? null,
+    event: notice.event,
+    channelId,
+    text: notice.sandbox ? `[sandbox] ${notice.text}` : notice.text,
+    deliveryStatus: willPost ? 'pending' : 'recorded',
+  });
+  if (!willPost) return row;
+  try {
+    const externalId = await deps.chat.postMessage(channelId, row.text);
+    return (
+      (await repo.recordDelivery(deps.db, row.organizationUid, row.uid, {
+        deliveryStatus: 'sent',
+        deliveryError: null,
+        externalId,
+      })) ?? row
+    );
+  } catch (error) {
+    return (
+      (await repo.recordDelivery(deps.db, row.organizationUid, row.uid, {
+        deliveryStatus: 'failed',
+        deliveryError: error instanceof Error ? error.message : String(error),
+        externalId: null,
+      })) ?? row
+    );
+  }
+}
+
+export function toNotificationView(row: repo.NotificationRow) {
+  return {
+    uid: row.uid,
+    agent_uid: row.agentUid,
+    event: row.event,
+    channel_id: row.channelId,
+    text: row.text,
+    delivery_status: row.deliveryStatus,
+    delivery_error: row.deliveryError,
+    run_uid: row.runUid,
+    task_uid: row.taskUid,
+    invoice_uid: row.invoiceUid,
+    created_at: row.createdAt,
+    delivered_at: row.deliveredAt,
+  };
+}
+
+export async function listNotifications(
+  db: Db,
+  ctx: RequestContext,
+  agentUid: string,
+  event: NotificationEvent | undefined,
+  page: PageRequest,
+) {
+  const agent = await getAgentRow(db, ctx, agentUid);
+  const { rows, total } = await repo.listNotifications(db, agent.organizationUid, agent.uid, {
+    event,
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toNotificationView), total };
+}
+
+interface DigestCounts {
+  runs: number;
+  completed: number;
+  failed: number;
+  approvals_raised: number;
+  approvals_resolved: number;
+}
+
+/**
+ * The daily digest: for every agent with `digest` switched on, one summary of the last 24 hours. A
+ * second call within 20 hours sends nothing, so a repeated or overlapping job cannot double it.
+ */
+export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Promise<number> {
+  const candidates = await deps.db
+    .select()
+    .from(agents)
+    .where(sql`(${agents.notificationConfig} -> 'events' ->> 'digest')::boolean is true`);
+  const since = new Date(now.getTime() - 24 * 3_600_000);
+  let sent = 0;
+  for (const agent of candidates) {
+    const recent = new Date(now.getTime() - 20 * 3_600_000);
+    if (await repo.hasNotificationSince(deps.db, agent.organizationUid, agent.uid, 'digest', recent))
+      continue;
+    const [counts] = await rawQuery<DigestCounts>(
+      deps.db,
+      `select
+         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.created_on >= $3) as runs,
+         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'completed') as completed,
+         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'failed') as failed,
+         (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.created_at >= $3) as approvals_raised,
+         (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.resolved_at >= $3) as approvals_resolved`,
+      [agent.organizationUid, agent.uid, since.toISOString()],
+    );
+    const c = counts!;
+    await notify(deps, {
+      agent,
+      event: 'digest',
+      text:
+        `Daily digest for ${agent.name}: ${c.runs} run(s) started, ${c.completed} completed, ${c.failed} failed; ` +
+        `${c.approvals_raised} approval(s) requested, ${c.approvals_resolved} resolved in the last 24 hours.`,
+    });
+    sent += 1;
+  }
+  return sent;
+}
