@@ -7,19 +7,21 @@ import type { RaiseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
 import { findAgent } from './agents.repository.ts';
 import { agentRuns } from './agents.tables.ts';
 import { and, eq } from 'drizzle-orm';
+import type { ChatClient } from '../../platform/chat/chat.ts';
+import { notify } from './notifications.service.ts';
 
 /**
  * The HTTP door for approvals: an agent runtime (ours or outside) asks a person before acting. The task
  * belongs to the agent's organization; `run_uid`, when given, must be one of that agent's runs.
  */
 export async function raiseAgentApproval(
-  deps: Pick<AppDeps, 'database'>,
+  deps: Pick<AppDeps, 'database'> & { chat: ChatClient },
   ctx: RequestContext,
   agentUid: string,
   body: RaiseApprovalBodyT,
 ): Promise<TaskView> {
   const { db } = deps.database;
-  return db.transaction(async (tx) => {
+  const { view, agent } = await db.transaction(async (tx) => {
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     if (body.run_uid) {
@@ -50,6 +52,25 @@ export async function raiseAgentApproval(
       contextEntities: body.context_entities,
       runUid: body.run_uid,
     });
-    return viewTask(tx, task);
+    return { view: await viewTask(tx, task), agent };
   });
+  // After commit: a person is told only about an approval that exists.
+  const invoice = (
+    view.context_entities as { entity_type: string; entity_uid: string; invoice_number?: string }[]
+  ).find((e) => e.entity_type === 'invoice');
+  await notify(
+    { db, chat: deps.chat },
+    {
+      agent,
+      event: 'approval_required',
+      text:
+        `${agent.name} needs approval: ${view.title as string}` +
+        (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
+        `. Task ${view.uid as string}.`,
+      runUid: body.run_uid ?? null,
+      taskUid: view.uid as string,
+      invoiceUid: invoice?.entity_uid ?? null,
+    },
+  );
+  return view;
 }

@@ -113,7 +113,12 @@ export async function agentRoutes(app: App, deps: AppDeps) {
       config: { scope: 'work_tasks:write' },
     },
     async (request, reply) => {
-      const task = await raiseAgentApproval(deps, request.tenant(), request.params.agent_uid, request.body);
+      const task = await raiseAgentApproval(
+        { ...deps, chat },
+        request.tenant(),
+        request.params.agent_uid,
+        request.body,
+      );
       return reply.code(201).send(envelope(task, 'Approval requested', 201));
     },
   );

@@ -106,6 +106,11 @@ export const invoices = pgTable(
       index('invoices_number_trgm_idx').using('gin', sql`${t.invoiceNumber} gin_trgm_ops`),
       index('invoices_client_name_trgm_idx').using('gin', sql`${t.clientName} gin_trgm_ops`),
       index('invoices_vendor_name_trgm_idx').using('gin', sql`${t.vendorName} gin_trgm_ops`),
+      // Search matches the total as a decimal ("1250.00"); the same expression as search.repository.ts.
+      index('invoices_total_text_trgm_idx').using(
+        'gin',
+        sql`(((${t.totalCents} / 100)::text || '.' || lpad((abs(${t.totalCents}) % 100)::text, 2, '0'))) gin_trgm_ops`,
+      ),
       index('invoices_client_party_idx').on(t.organizationUid, t.clientPartyUid),
       index('invoices_provider_party_idx').on(t.organizationUid, t.serviceProviderPartyUid),
     ];

@@ -145,6 +145,9 @@ export async function insertChanges(
       byName: c.byName,
       action: c.action,
       details: c.details,
+      // The moment of the write, not of the transaction's start: a change that waited on the task's
+      // lock must still sort after the one it waited for.
+      at: sql`clock_timestamp()`,
       seq,
     })),
   );

@@ -57,6 +57,7 @@ export const workTasks = pgTable(
     index('work_tasks_org_assignee_agent_idx').on(t.organizationUid, t.assigneeAgentUid),
     index('work_tasks_title_trgm_idx').using('gin', sql`${t.title} gin_trgm_ops`),
     index('work_tasks_description_trgm_idx').using('gin', sql`${t.description} gin_trgm_ops`),
+    index('work_tasks_status_trgm_idx').using('gin', sql`${t.status} gin_trgm_ops`),
   ],
 );
 

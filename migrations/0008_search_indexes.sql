@@ -1,0 +1,2 @@
+CREATE INDEX "invoices_total_text_trgm_idx" ON "invoices" USING gin (((("total_cents" / 100)::text || '.' || lpad((abs("total_cents") % 100)::text, 2, '0'))) gin_trgm_ops);--> statement-breakpoint
+CREATE INDEX "work_tasks_status_trgm_idx" ON "work_tasks" USING gin ("status" gin_trgm_ops);
