@@ -26,7 +26,13 @@ import { emailAccountRoutes } from './modules/email/email-accounts.routes.ts';
 import { emailDraftRoutes } from './modules/email/email-drafts.routes.ts';
 import { emailPrepareRoutes } from './modules/email/email-prepare.routes.ts';
 import { agentRoutes } from './modules/agents/agents.routes.ts';
+import { agentRunRoutes } from './modules/agents/agent-runs.routes.ts';
+import { conversationRoutes } from './modules/conversations/conversations.routes.ts';
+import { searchRoutes } from './modules/search/search.routes.ts';
 import { workTaskRoutes } from './modules/work-tasks/work-tasks.routes.ts';
+import { metricRoutes } from './modules/metrics/metrics.routes.ts';
+import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
+import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 
@@ -162,8 +168,14 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await emailAccountRoutes(app, deps);
   await emailDraftRoutes(app, deps);
   await emailPrepareRoutes(app, deps);
+  await searchRoutes(app, deps);
   await workTaskRoutes(app, deps);
   await agentRoutes(app, deps);
+  await agentRunRoutes(app, deps);
+  await conversationRoutes(app, deps);
+  await metricRoutes(app, deps);
+  await knowledgeRoutes(app, deps);
+  await documentRoutes(app, deps);
   await storageRoutes(app, deps);
 
   return app;

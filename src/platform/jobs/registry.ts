@@ -13,10 +13,35 @@ import {
   type SendJobData,
 } from '../../modules/email/email-sending.ts';
 
-import { AGENT_RUN_QUEUE } from '../../modules/agents/agent-runs.service.ts';
+import {
+  AGENT_RUN_QUEUE,
+  executeRun,
+  failAbandonedRuns,
+  type AgentRunJobData,
+} from '../../modules/agents/agent-runs.service.ts';
+import { AGENT_SCHEDULE_QUEUE, runDueSchedules } from '../../modules/agents/agent-schedules.ts';
+import { sendDigests } from '../../modules/agents/notifications.service.ts';
+import '../../modules/agents/collections-agent.ts';
+import { createChatClient } from '../chat/chat.ts';
+import { createTextGenerator } from '../llm/text-generator.ts';
+import {
+  METRIC_PRESETS_CRON,
+  METRIC_PRESETS_QUEUE,
+  runDailyPresetJob,
+} from '../../modules/metrics/metric-presets.service.ts';
+
+import {
+  KNOWLEDGE_PROCESS_QUEUE,
+  KNOWLEDGE_SWEEP_CRON,
+  KNOWLEDGE_SWEEP_QUEUE,
+  runProcessJob,
+  sweepExpiredPresigns,
+  type ProcessJobData,
+} from '../../modules/knowledge/knowledge-processing.ts';
 
 export const MAINTENANCE_QUEUE = 'remit.maintenance';
 export const BILLING_RECONCILE_QUEUE = 'remit.billing.reconcile';
+export const AGENT_DIGEST_QUEUE = 'remit.agent.digest';
 
 /** Declares every queue and its worker; modules add theirs here. */
 export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
@@ -58,6 +83,52 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
   });
   await jobs.schedule(EMAIL_SWEEP_QUEUE, '* * * * *');
 
-  // Agent runs: one job per run, enqueued with the run row (docs/agents.md).
-  await jobs.define(AGENT_RUN_QUEUE);
+  // Agent runs: one job per run, enqueued with the run row; schedules checked every minute; runs a
+  // dead worker left `running` failed by the maintenance hour; digests daily (docs/agents.md).
+  const runEnv = {
+    db: database.db,
+    jobs,
+    storage: deps.objectStorage,
+    config: deps.config,
+    chat: createChatClient(deps.config.chat),
+    generator: createTextGenerator(deps.config.llm),
+    mailers: sending.mailers,
+  };
+  await jobs.define<AgentRunJobData>(AGENT_RUN_QUEUE, async (data) => {
+    const result = await executeRun(runEnv, data);
+    log.info({ run_uid: data.run_uid, result }, 'agent run');
+  });
+  await jobs.define(AGENT_SCHEDULE_QUEUE, async () => {
+    const started = await runDueSchedules(database.db, jobs);
+    if (started > 0) log.info({ started }, 'agent schedules: runs started');
+  });
+  await jobs.schedule(AGENT_SCHEDULE_QUEUE, '* * * * *');
+  await jobs.define(AGENT_DIGEST_QUEUE, async () => {
+    const sent = await sendDigests({ db: database.db, chat: runEnv.chat });
+    const abandoned = await failAbandonedRuns(database.db);
+    log.info({ digests: sent, abandoned_runs_failed: abandoned }, 'agent digests');
+  });
+  await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
+
+  // Preset receivables metrics: daily snapshot values for the day that just ended (docs/metrics.md).
+  await jobs.define(METRIC_PRESETS_QUEUE, async () => {
+    const result = await runDailyPresetJob(database.db, new Date(), (organizationUid, error) =>
+      log.error({ err: error, organization_uid: organizationUid }, 'metric presets: computation failed'),
+    );
+    log.info(result, 'metric presets computed');
+  });
+  await jobs.schedule(METRIC_PRESETS_QUEUE, METRIC_PRESETS_CRON);
+
+  // Knowledge uploads: one processing job per confirmed upload; presigns never confirmed swept every
+  // 5 minutes, with their objects (docs/knowledge.md).
+  const knowledge = { db: database.db, storage: deps.objectStorage, jobs };
+  await jobs.define<ProcessJobData>(KNOWLEDGE_PROCESS_QUEUE, async (data, job) => {
+    const result = await runProcessJob(knowledge, data, job);
+    log.info({ knowledge_document_uid: data.knowledge_document_uid, result }, 'knowledge processing');
+  });
+  await jobs.define(KNOWLEDGE_SWEEP_QUEUE, async () => {
+    const result = await sweepExpiredPresigns(knowledge);
+    if (result.swept > 0) log.info(result, 'knowledge sweep: expired presigns removed');
+  });
+  await jobs.schedule(KNOWLEDGE_SWEEP_QUEUE, KNOWLEDGE_SWEEP_CRON);
 }

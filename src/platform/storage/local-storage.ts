@@ -7,15 +7,19 @@ import { pipeline } from 'node:stream/promises';
 import { S3Client } from '@aws-sdk/client-s3';
 import { loadOrCreateCredentials } from './credentials.ts';
 import { verifyPresignedRequest, type PresignedRequest, type SigV4Credentials } from './sigv4.ts';
+import { verifyPostForm, type PostVerifyResult } from './post-policy.ts';
 import {
   assertValidKey,
   EMBEDDED_ENDPOINT_PATH,
   ObjectStorageError,
   presignGet,
+  presignPost,
   S3_CLIENT_DEFAULTS,
   type ObjectHead,
   type ObjectStorage,
+  type PresignedPost,
   type PresignGetOptions,
+  type PresignPostOptions,
   type PutObjectOptions,
   type StoredObject,
 } from './storage.ts';
@@ -52,9 +56,9 @@ const isErrno = (error: unknown, ...codes: string[]) =>
  * reader never sees a partial object. A key that is a prefix "directory" of another key (`a` and `a/b`)
  * cannot exist on a file system; storing it fails with `key_conflict`.
  *
- * Presigned URLs are made by the AWS SDK's presigner pointed at the service itself; the service checks
- * them with `verifyDownload` exactly as S3 would (SigV4, expiry), with credentials kept in
- * `<root>/.credentials`.
+ * Presigned URLs and upload forms are made by the AWS SDK's presigners pointed at the service itself;
+ * the service checks them exactly as S3 would (`verifyDownload`: SigV4, expiry; `verifyUploadForm`: the
+ * POST policy and its signature), with credentials kept in `<root>/.credentials`.
  */
 export class LocalObjectStorage implements ObjectStorage {
   readonly kind = 'embedded' as const;
@@ -129,9 +133,8 @@ export class LocalObjectStorage implements ObjectStorage {
     body: Buffer | Readable,
     options: PutObjectOptions,
   ): Promise<{ size: number }> {
-    const target = this.dataPath(key);
+    this.dataPath(key); // validates the key before anything is written
     const tmp = this.tmpPath();
-    const tmpMeta = `${tmp}.json`;
     try {
       let size = 0;
       if (Buffer.isBuffer(body)) {
@@ -152,23 +155,46 @@ export class LocalObjectStorage implements ObjectStorage {
           'size_mismatch',
         );
       }
+      await this.adoptUpload(key, tmp, { contentType: options.contentType, size });
+      return { size };
+    } finally {
+      await fs.rm(tmp, { force: true });
+    }
+  }
+
+  /** A fresh path in the store's own temporary directory (same file system: a rename moves it in). */
+  newUploadPath(): string {
+    return this.tmpPath();
+  }
+
+  /**
+   * Makes a complete file written at `newUploadPath()` the object `key` (a rename, no copy), with its
+   * sidecar. On failure the file is left where it was, for the caller to remove.
+   */
+  async adoptUpload(
+    key: string,
+    file: string,
+    options: { contentType: string; size: number },
+  ): Promise<void> {
+    const target = this.dataPath(key);
+    const tmpMeta = `${this.tmpPath()}.json`;
+    try {
       const sidecar: Sidecar = {
         key,
         content_type: options.contentType,
-        size,
+        size: options.size,
         stored_at: new Date().toISOString(),
       };
       await fs.writeFile(tmpMeta, JSON.stringify(sidecar), { flag: 'wx', mode: 0o600 });
-      await this.moveInto(tmp, target, key);
+      await this.moveInto(file, target, key);
       try {
         await this.moveInto(tmpMeta, this.metaPath(key), key);
       } catch (error) {
         await fs.rm(target, { force: true });
         throw error;
       }
-      return { size };
     } finally {
-      await Promise.all([fs.rm(tmp, { force: true }), fs.rm(tmpMeta, { force: true })]);
+      await fs.rm(tmpMeta, { force: true });
     }
   }
 
@@ -248,6 +274,23 @@ export class LocalObjectStorage implements ObjectStorage {
 
   async presignedGetUrl(key: string, options: PresignGetOptions): Promise<string> {
     return presignGet(this.presigner, this.bucket, key, options);
+  }
+
+  async presignedPost(key: string, options: PresignPostOptions): Promise<PresignedPost> {
+    return presignPost(this.presigner, this.bucket, key, options);
+  }
+
+  /**
+   * The embedded S3 endpoint's POST, before the file is read: the form's fields (names lower-cased)
+   * against the policy and its SigV4 signature, as S3 checks them (`post-policy.ts`).
+   */
+  verifyUploadForm(fields: ReadonlyMap<string, string>, now = new Date()): PostVerifyResult {
+    return verifyPostForm(fields, {
+      credentials: this.credentials,
+      region: this.region,
+      bucket: this.bucket,
+      now,
+    });
   }
 
   /**

@@ -16,10 +16,13 @@ import type { ObjectStorageConfig } from '../../config.ts';
 import {
   assertValidKey,
   presignGet,
+  presignPost,
   S3_CLIENT_DEFAULTS,
   type ObjectHead,
   type ObjectStorage,
+  type PresignedPost,
   type PresignGetOptions,
+  type PresignPostOptions,
   type PutObjectOptions,
   type StoredObject,
 } from './storage.ts';
@@ -34,7 +37,7 @@ function isNotFound(error: unknown): boolean {
 /**
  * Any S3 API (AWS S3, MinIO, Ceph RGW, R2…) through the AWS SDK: path-style addresses at `S3_ENDPOINT`
  * (AWS's own endpoint when unset), one bucket that must already exist. Presigned URLs are signed by the
- * SDK and checked by the S3 service itself.
+ * SDK and checked by the S3 service itself, and so are presigned POST uploads.
  */
 export class S3ObjectStorage implements ObjectStorage {
   readonly kind = 's3' as const;
@@ -134,6 +137,11 @@ export class S3ObjectStorage implements ObjectStorage {
 
   async presignedGetUrl(key: string, options: PresignGetOptions): Promise<string> {
     return presignGet(this.client, this.bucket, key, options);
+  }
+
+  /** Signed by the SDK with the client's credentials (a session token becomes X-Amz-Security-Token). */
+  async presignedPost(key: string, options: PresignPostOptions): Promise<PresignedPost> {
+    return presignPost(this.client, this.bucket, key, options);
   }
 
   async close(): Promise<void> {

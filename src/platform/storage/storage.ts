@@ -2,6 +2,7 @@ import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
 
 /**
  * Object storage (CONTRACT §6): one bucket, addressed by key. Two implementations answer the same
@@ -26,6 +27,12 @@ export interface ObjectStorage {
   deleteObject(key: string): Promise<void>;
   /** A time-limited SigV4 query-signed GET address of the object (it need not exist yet). */
   presignedGetUrl(key: string, options: PresignGetOptions): Promise<string>;
+  /**
+   * A browser-style upload form (S3 POST Object with a SigV4 POST policy): the client POSTs
+   * multipart/form-data to `url` with every member of `fields`, then the file last as `file`. The
+   * policy pins the key, the content type and the size range, and expires after `expiresInSeconds`.
+   */
+  presignedPost(key: string, options: PresignPostOptions): Promise<PresignedPost>;
   /** Releases sockets (S3 client); the embedded store holds none. */
   close(): Promise<void>;
 }
@@ -51,6 +58,27 @@ export interface PresignGetOptions {
   filename?: string;
   /** The instant the signature is made at (default now); the URL expires `expiresInSeconds` later. */
   signingDate?: Date;
+}
+
+export interface PresignPostOptions {
+  /** The only `Content-Type` the upload may declare (stored as the object's type). */
+  contentType: string;
+  /** content-length-range: the file's size in bytes, inclusive. `minBytes` defaults to 1. */
+  maxBytes: number;
+  minBytes?: number;
+  /** 1 to 604800 (7 days). */
+  expiresInSeconds: number;
+}
+
+export interface PresignedPost {
+  /** Where the form is POSTed: `<endpoint>/<bucket>` (path style). */
+  url: string;
+  /**
+   * Every form field to send before the file: `key`, `Content-Type`, `bucket`, `X-Amz-Algorithm`,
+   * `X-Amz-Credential`, `X-Amz-Date`, `Policy`, `X-Amz-Signature`, and `X-Amz-Security-Token` when the
+   * credentials are temporary. Clients iterate it; the set is not fixed.
+   */
+  fields: Record<string, string>;
 }
 
 export class ObjectStorageError extends Error {
@@ -141,6 +169,38 @@ export async function presignGet(
     expiresIn,
     ...(options.signingDate ? { signingDate: options.signingDate } : {}),
   });
+}
+
+/**
+ * The POST presigner both implementations share: the AWS SDK's `createPresignedPost` against their
+ * client's endpoint. Besides the conditions the SDK adds for each field (bucket, key, algorithm,
+ * credential, date, security token, and `Content-Type` as an exact match), the policy carries the
+ * size range.
+ */
+export async function presignPost(
+  client: S3Client,
+  bucket: string,
+  key: string,
+  options: PresignPostOptions,
+): Promise<PresignedPost> {
+  assertValidKey(key);
+  const expiresIn = options.expiresInSeconds;
+  if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_PRESIGN_EXPIRES_S) {
+    throw new RangeError(`expiresInSeconds must be 1 to ${MAX_PRESIGN_EXPIRES_S}`);
+  }
+  const minBytes = options.minBytes ?? 1;
+  if (!Number.isSafeInteger(minBytes) || !Number.isSafeInteger(options.maxBytes) || minBytes < 0) {
+    throw new RangeError('minBytes and maxBytes must be whole numbers');
+  }
+  if (options.maxBytes < minBytes) throw new RangeError('maxBytes must be at least minBytes');
+  const { url, fields } = await createPresignedPost(client, {
+    Bucket: bucket,
+    Key: key,
+    Fields: { 'Content-Type': options.contentType },
+    Conditions: [['content-length-range', minBytes, options.maxBytes]],
+    Expires: expiresIn,
+  });
+  return { url, fields };
 }
 
 /**

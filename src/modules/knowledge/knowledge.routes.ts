@@ -1,0 +1,97 @@
+import { envelope } from '../../platform/http/envelope.ts';
+import { Envelope, errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import { Type } from 'typebox';
+import {
+  ConfirmBody,
+  ConfirmResponse,
+  KnowledgeDocument,
+  KnowledgeUidParams,
+  PresignBody,
+  PresignResponse,
+} from './knowledge.schemas.ts';
+import * as service from './knowledge.service.ts';
+
+/**
+ * Interface 4.2 and CONTRACT §3. Every route needs `knowledge:write`, the one knowledge scope: reading
+ * a document's status is part of uploading it.
+ */
+export async function knowledgeRoutes(app: App, deps: AppDeps) {
+  const knowledgeDeps: service.KnowledgeDeps = {
+    db: deps.database.db,
+    jobs: deps.jobs,
+    storage: deps.objectStorage,
+  };
+  app.addSchema(KnowledgeDocument);
+  const tags = ['Knowledge'];
+
+  app.post(
+    '/api/knowledge/presign',
+    {
+      schema: {
+        tags,
+        summary: 'Start a knowledge upload: a presigned POST form for object storage (interface 4.2 step 1)',
+        description:
+          'Answers `{message, data}` with `presigned_post` (`url` and `fields`), `knowledge_document_uid`, ' +
+          '`s3_object_name` and `expires_in` (900). Then POST multipart/form-data to `presigned_post.url` ' +
+          'with every member of `presigned_post.fields`, and the file last as `file` (at most 25 MB, of the ' +
+          'presigned content_type), and confirm with `POST /api/knowledge/confirm`. See docs/knowledge.md.',
+        body: PresignBody,
+        response: { 200: PresignResponse, ...errorResponses },
+      },
+      config: { scope: 'knowledge:write' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.body.organization_uid);
+      const data = await service.presignUpload(knowledgeDeps, ctx, {
+        filename: request.body.filename,
+        contentType: request.body.content_type,
+      });
+      return { message: 'Upload presigned; POST the file to presigned_post.url, then confirm', data };
+    },
+  );
+
+  app.post(
+    '/api/knowledge/confirm',
+    {
+      schema: {
+        tags,
+        summary: 'Confirm an upload and start its processing workflow (interface 4.2 step 3)',
+        description:
+          'Checks that the object exists, its size (at most 25 MB) and its type, then starts the workflow: ' +
+          '202 `{message, data: {knowledge_document_uid, workflow_id, status: "processing"}}`. A missing ' +
+          'object, an oversize one or a wrong type → 422 (the upload stays unconfirmed). Confirming again ' +
+          'answers the same workflow_id (and the current status) and starts nothing.',
+        body: ConfirmBody,
+        response: { 202: ConfirmResponse, ...errorResponses },
+      },
+      config: { scope: 'knowledge:write' },
+    },
+    async (request, reply) => {
+      const ctx = request.tenant(request.body.organization_uid);
+      const data = await service.confirmUpload(knowledgeDeps, ctx, request.body.knowledge_document_uid);
+      return reply.code(202).send({
+        message: data.status === 'processing' ? 'Processing started' : `Already confirmed (${data.status})`,
+        data,
+      });
+    },
+  );
+
+  app.get(
+    '/api/knowledge/:uid',
+    {
+      schema: {
+        tags,
+        summary: 'Get a knowledge document: its status (presigned, processing, ready, failed) and file facts',
+        params: KnowledgeUidParams,
+        response: { 200: Envelope(Type.Ref('KnowledgeDocument')), ...errorResponses },
+      },
+      config: { scope: 'knowledge:write' },
+    },
+    async (request) =>
+      envelope(
+        await service.getKnowledgeDocument(knowledgeDeps, request.tenant(), request.params.uid),
+        'Knowledge document',
+      ),
+  );
+}

@@ -1,0 +1,92 @@
+import { Type, type Static } from 'typebox';
+import { DateTime, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import { KNOWLEDGE_CONTENT_TYPES } from './text-extraction.ts';
+
+/** Largest knowledge file (interface §8: 25 MB, enforced by the upload policy and again at confirm). */
+export const MAX_KNOWLEDGE_BYTES = 25 * 1024 * 1024;
+/** Lifetime of a presigned upload (interface §8: 900 seconds). */
+export const PRESIGN_EXPIRES_S = 900;
+
+const ContentType = Type.Union(
+  [
+    Type.Literal(KNOWLEDGE_CONTENT_TYPES[0]),
+    Type.Literal(KNOWLEDGE_CONTENT_TYPES[1]),
+    Type.Literal(KNOWLEDGE_CONTENT_TYPES[2]),
+    Type.Literal(KNOWLEDGE_CONTENT_TYPES[3]),
+    Type.Literal(KNOWLEDGE_CONTENT_TYPES[4]),
+  ],
+  { description: 'PDF, DOCX, XLSX, PNG or JPEG (interface 2.3)' },
+);
+
+const Status = (description?: string) =>
+  Type.Union(
+    [Type.Literal('presigned'), Type.Literal('processing'), Type.Literal('ready'), Type.Literal('failed')],
+    description ? { description } : {},
+  );
+
+export const PresignBody = Type.Object(
+  {
+    filename: Type.String({ minLength: 1, maxLength: 255, description: "The file's name, as shown back" }),
+    organization_uid: Type.Optional(Uuid),
+    content_type: ContentType,
+  },
+  { additionalProperties: false },
+);
+export type PresignBodyT = Static<typeof PresignBody>;
+
+export const ConfirmBody = Type.Object(
+  {
+    knowledge_document_uid: Uuid,
+    organization_uid: Type.Optional(Uuid),
+  },
+  { additionalProperties: false },
+);
+export type ConfirmBodyT = Static<typeof ConfirmBody>;
+
+/** Interface 2.3: `{message, data}`, "envelope-like" (no status, no status_code). */
+export const PresignResponse = Type.Object({
+  message: Type.String(),
+  data: Type.Object({
+    presigned_post: Type.Object({
+      url: Type.String({ description: 'Where the form is POSTed (object storage, not the API)' }),
+      fields: Type.Record(Type.String(), Type.String(), {
+        description:
+          'Every form field to send, before the file: key, Content-Type, the policy and signature members, ' +
+          'and a security-token member with temporary credentials. Iterate it; the set is not fixed.',
+      }),
+    }),
+    knowledge_document_uid: Uuid,
+    s3_object_name: Type.String(),
+    expires_in: Type.Integer({ description: 'seconds (900)' }),
+  }),
+});
+
+export const ConfirmResponse = Type.Object({
+  message: Type.String(),
+  data: Type.Object({
+    knowledge_document_uid: Uuid,
+    workflow_id: Type.String(),
+    status: Status('`processing` (a repeated confirm answers the current status)'),
+  }),
+});
+
+/** CONTRACT §3 "knowledge after confirm". */
+export const KnowledgeDocument = Type.Object(
+  {
+    uid: Uuid,
+    organization_uid: Uuid,
+    filename: Type.String(),
+    content_type: Type.String(),
+    file_size: Nullable(Type.Integer({ description: 'bytes; set by the workflow' })),
+    sha256: Nullable(Type.String({ description: 'hex; set by the workflow' })),
+    s3_object_name: Type.String(),
+    status: Status(),
+    workflow_id: Nullable(Type.String()),
+    error: Nullable(Type.String({ description: 'why processing failed' })),
+    created_at: DateTime,
+    updated_at: DateTime,
+  },
+  { $id: 'KnowledgeDocument', title: 'KnowledgeDocument' },
+);
+
+export const KnowledgeUidParams = Type.Object({ uid: Uuid });

@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import {
+  CONTENT_TYPES,
+  docx,
+  pdf,
+  sampleFile,
+  xlsx,
+  zip,
+  type SampleKind,
+} from '../../../test/helpers/sample-files.ts';
+import {
+  ExtractionError,
+  extractPlainText,
+  KNOWLEDGE_CONTENT_TYPES,
+  looksLike,
+  MAX_EXTRACTED_CHARS,
+} from './text-extraction.ts';
+
+const KINDS = Object.keys(CONTENT_TYPES) as SampleKind[];
+
+describe('looksLike', () => {
+  it('recognises a real file of each supported type, and refuses the others', () => {
+    expect([...KNOWLEDGE_CONTENT_TYPES].sort()).toEqual(Object.values(CONTENT_TYPES).sort());
+    for (const kind of KINDS) {
+      const file = sampleFile(kind);
+      for (const other of KINDS) {
+        const expected =
+          kind === other || (['docx', 'xlsx'].includes(kind) && ['docx', 'xlsx'].includes(other));
+        expect(looksLike(CONTENT_TYPES[other], file), `${kind} as ${other}`).toBe(expected);
+      }
+    }
+  });
+
+  it('refuses text and empty files for every type', () => {
+    for (const type of KNOWLEDGE_CONTENT_TYPES) {
+      expect(looksLike(type, Buffer.from('hello, this is plain text'))).toBe(false);
+      expect(looksLike(type, Buffer.alloc(0))).toBe(false);
+    }
+  });
+});
+
+describe('extractPlainText', () => {
+  it('reads the text of a PDF (deflated content stream)', async () => {
+    const text = await extractPlainText(
+      CONTENT_TYPES.pdf,
+      pdf(['Quarterly statement (ACME)', 'Net 30 days']),
+    );
+    expect(text).toContain('Quarterly statement (ACME)');
+    expect(text).toContain('Net 30 days');
+  });
+
+  it('reads the paragraphs of a DOCX', async () => {
+    const text = await extractPlainText(
+      CONTENT_TYPES.docx,
+      docx(['Collections policy', 'Remind after 7 days & <again>']),
+    );
+    expect(text).toBe('Collections policy\n\nRemind after 7 days & <again>');
+  });
+
+  it('reads every row of an XLSX, one line per row under the sheet name', async () => {
+    const text = await extractPlainText(
+      CONTENT_TYPES.xlsx,
+      xlsx(
+        [
+          ['SKU', 'Rate'],
+          ['CONSULT-1', 150],
+        ],
+        'Rates',
+      ),
+    );
+    expect(text).toBe('# Rates\nSKU\tRate\nCONSULT-1\t150');
+  });
+
+  it('gives images no text', async () => {
+    expect(await extractPlainText(CONTENT_TYPES.png, sampleFile('png'))).toBeNull();
+    expect(await extractPlainText(CONTENT_TYPES.jpeg, sampleFile('jpeg'))).toBeNull();
+  });
+
+  it('names the reason when a file is not readable as its type', async () => {
+    const broken = Buffer.from('%PDF-1.4\nthis is not a PDF body');
+    await expect(extractPlainText(CONTENT_TYPES.pdf, broken)).rejects.toThrow(ExtractionError);
+    await expect(extractPlainText(CONTENT_TYPES.pdf, broken)).rejects.toThrow(/PDF could not be read/);
+    // A spreadsheet declared as a Word document, and the other way round.
+    await expect(extractPlainText(CONTENT_TYPES.docx, sampleFile('xlsx'))).rejects.toThrow(/DOCX file/);
+    await expect(extractPlainText(CONTENT_TYPES.xlsx, sampleFile('docx'))).rejects.toThrow(/XLSX file/);
+    await expect(extractPlainText(CONTENT_TYPES.xlsx, zip([['a.txt', 'x']]))).rejects.toThrow(
+      ExtractionError,
+    );
+  });
+
+  it('drops NUL characters (PostgreSQL text cannot hold them) and bounds the length', async () => {
+    const text = await extractPlainText(
+      CONTENT_TYPES.docx,
+      docx(['a\u0000b', 'x'.repeat(MAX_EXTRACTED_CHARS)]),
+    );
+    expect(text!.startsWith('ab\n\n')).toBe(true);
+    expect(text!.length).toBe(MAX_EXTRACTED_CHARS);
+  });
+});
