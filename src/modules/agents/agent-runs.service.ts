@@ -1,7 +1,7 @@
 import type { Config } from '../../config.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import { can, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { can, contextFor, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, pageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
@@ -136,7 +136,11 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
   for (const s of statuses ?? [])
     if (!(RUN_STATUSES as readonly string[]).includes(s))
       throw badParameter('status', `Unknown run status "${s}"; one of ${RUN_STATUSES.join(', ')}`);
-  const fields = sparseFields(ctx, query['fields[agent-runs]']);
+  // The permission is the caller's in the agent's organization (not the call's default one).
+  const fields = sparseFields(
+    contextFor(ctx.principal, ctx.requestId, agent.organizationUid),
+    query['fields[agent-runs]'],
+  );
   const raw = (query.sort ?? '-started_on').replace(/^ /, '+');
   const page = pageRequest(query, 10);
   const { rows, total, groups } = await runsRepo.listActivities(
@@ -257,6 +261,22 @@ export interface RunStep {
   addUsage(usage: GeneratorUsage | null | undefined): void;
 }
 
+/** An executor's failure that names what it was about (kept on the `error` notification). */
+export class RunFailure extends Error {
+  constructor(
+    message: string,
+    readonly invoiceUid: string | null = null,
+    readonly taskUid: string | null = null,
+  ) {
+    super(message);
+    this.name = 'RunFailure';
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const uidOf = (value: unknown): string | null =>
+  typeof value === 'string' && UUID.test(value) ? value : null;
+
 /** What a run produced: kept on the run (`outcome`) and summarized in the `outcome` notification. */
 export interface RunOutcome {
   summary: string;
@@ -302,9 +322,10 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
     checkpoint: async () => {
       const now = await runsRepo.findRun(env.db, [org], run.uid);
       if (!now || now.status === 'cancelled') throw new RunInterrupted('cancelled', 'The run was cancelled');
+      // A sandbox run may try out an agent in any status; a real one stops once its agent is not active.
       const latest = await findAgent(env.db, [org], agent.uid);
-      if (latest && latest.status === 'paused')
-        throw new RunInterrupted('stopped', `Agent "${agent.name}" was paused during the run`);
+      if (!run.sandbox && latest && latest.status !== 'active')
+        throw new RunInterrupted('stopped', `Agent "${agent.name}" was ${latest.status} during the run`);
     },
     addUsage: (u) => {
       if (!u) return;
@@ -315,6 +336,8 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
   };
   const notifyDeps = { db: env.db, chat: env.chat };
   try {
+    // The agent may have been paused, or the run cancelled, while the job waited in the queue.
+    await step.checkpoint();
     const outcome = await executor(env, step);
     const done = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'completed', {
       completedOn: new Date(),
@@ -327,6 +350,8 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
       event: 'outcome',
       text: `${agent.name} finished a run (trigger: ${run.triggerType}): ${outcome.summary}`,
       runUid: run.uid,
+      taskUid: run.taskUid ?? uidOf(outcome.task_uid),
+      invoiceUid: uidOf(outcome.invoice_uid),
       sandbox: run.sandbox,
     });
     return 'completed';
@@ -344,6 +369,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
       return 'stopped';
     }
     const message = error instanceof Error ? error.message : String(error);
+    const about = error instanceof RunFailure ? error : undefined;
     const failed = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'failed', {
       completedOn: new Date(),
       error: message,
@@ -355,6 +381,8 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
         event: 'error',
         text: `${agent.name} failed during a run (trigger: ${run.triggerType}): ${message}`,
         runUid: run.uid,
+        taskUid: run.taskUid ?? about?.taskUid ?? null,
+        invoiceUid: about?.invoiceUid ?? null,
         sandbox: run.sandbox,
       });
     return 'failed';

@@ -21,7 +21,13 @@ import {
   registerFollowUpCheck,
 } from '../work-tasks/work-tasks.service.ts';
 import { findPartyByContactEmail, recordOutboundEmail } from '../conversations/conversations.service.ts';
-import { registerExecutor, type RunEnv, type RunOutcome, type RunStep } from './agent-runs.service.ts';
+import {
+  registerExecutor,
+  RunFailure,
+  type RunEnv,
+  type RunOutcome,
+  type RunStep,
+} from './agent-runs.service.ts';
 import type { AgentRow } from './agents.repository.ts';
 import { COLLECTIONS_AGENT_TYPE } from './agents.service.ts';
 import * as collections from './collections.repository.ts';
@@ -44,6 +50,11 @@ interface Skip {
 }
 
 const EMAIL = /^[^\s@<>]+@[^\s@<>]+\.[^\s@<>]+$/;
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Invoices examined per query, and at most per run (however many of them must be left alone). */
+const BATCH = 50;
+const MAX_EXAMINED = 1000;
 
 function clientOf(view: InvoiceView): { name: string; email: string | null } {
   const client = view.parties.client;
@@ -104,6 +115,8 @@ async function reasonToWait(
   const openTasks = await findOpenTasksAbout(db, agent.organizationUid, entity, 'task');
   if (openTasks.some((t) => t.originAgentUid === agent.uid))
     return "a person is handling the client's reply about this invoice";
+  if (await collections.hasApprovedReminderPending(db, agent.organizationUid, invoiceUid))
+    return 'a reminder approved for this invoice is about to be sent';
   const last = await collections.lastReminderAt(db, agent.organizationUid, invoiceUid);
   if (last && now.getTime() - last.getTime() < minDaysBetween * DAY_MS)
     return `a reminder went out less than ${minDaysBetween} day(s) ago`;
@@ -177,7 +190,12 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
     ? await findTaskInOrganization(env.db, run.organizationUid, run.taskUid)
     : undefined;
   if (!task || task.resolution !== 'approved') throw new Error('The run names no approved task');
-  const args = readSendEmailArgs(task.toolArgs);
+  let args: SendEmailArgs;
+  try {
+    args = readSendEmailArgs(task.toolArgs);
+  } catch (error) {
+    throw new RunFailure(`Task "${task.title}": ${(error as Error).message}`, null, task.uid);
+  }
   const [invoice] = await collections.findInvoices(env.db, run.organizationUid, [args.invoice_uid]);
   if (!invoice) throw new Error('The invoice of the approved reminder no longer exists');
   const base = { task_uid: task.uid, invoice_uid: invoice.uid, invoice_number: invoice.invoiceNumber };
@@ -189,7 +207,7 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
     return {
       ...base,
       sent: false,
-      summary: `Invoice ${invoice.invoiceNumber} ${why} meanwhile; the approved reminder was not sent`,
+      summary: `Invoice ${invoice.invoiceNumber} ${why} meanwhile; the reminder approved in task "${task.title}" was not sent`,
     };
   }
   await step.checkpoint();
@@ -198,9 +216,18 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
       ...base,
       sent: false,
       would_send: args,
-      summary: `Sandbox: would send the approved reminder for invoice ${invoice.invoiceNumber}`,
+      summary: `Sandbox: would send the reminder for invoice ${invoice.invoiceNumber} approved in task "${task.title}"`,
     };
-  const draft = await sendReminder(env, ctx, { ...args, partyUid: invoice.clientPartyUid });
+  let draft: Awaited<ReturnType<typeof sendReminder>>;
+  try {
+    draft = await sendReminder(env, ctx, { ...args, partyUid: invoice.clientPartyUid });
+  } catch (error) {
+    throw new RunFailure(
+      `The approved reminder for invoice ${invoice.invoiceNumber} (task "${task.title}") was not sent: ${(error as Error).message}`,
+      invoice.uid,
+      task.uid,
+    );
+  }
   await notify(
     { db: env.db, chat: env.chat },
     {
@@ -217,7 +244,7 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
     sent: true,
     draft_uid: draft.uid,
     message_id: draft.message_id,
-    summary: `Reminder for invoice ${invoice.invoiceNumber} sent to ${args.recipients.join(', ')}`,
+    summary: `Reminder for invoice ${invoice.invoiceNumber} sent to ${args.recipients.join(', ')}, as approved in task "${task.title}"`,
   };
 }
 
@@ -234,7 +261,11 @@ async function handleReply(env: RunEnv, step: RunStep, now: Date) {
     limit: 50,
   });
   const body = typeof step.run.input.body_text === 'string' ? step.run.input.body_text : '';
-  const mentioned = open.filter((i) => `${subject}\n${body}`.includes(i.invoiceNumber));
+  const text = `${subject}\n${body}`;
+  // "INV-1" is mentioned in "about INV-1." but not in "INV-10".
+  const mentions = (number: string) =>
+    new RegExp(`(^|[^\\p{L}\\p{N}])${escapeRegExp(number)}(?![\\p{L}\\p{N}])`, 'iu').test(text);
+  const mentioned = open.filter((i) => mentions(i.invoiceNumber));
   const about = mentioned.length > 0 ? mentioned : open;
   const opened: { task_uid: string; invoice_uid: string }[] = [];
   for (const invoice of about) {
@@ -275,14 +306,16 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
   const minDaysBetween = Math.max(Number(input.min_days_between_reminders ?? 7) || 0, 0);
   const tool = agent.tools.find((t) => t.type === 'send_email');
   const approvals: { task_uid: string | null; invoice_uid: string; tool_args?: SendEmailArgs }[] = [];
-  const sent: { invoice_uid: string; draft_uid: string | null }[] = [];
+  const sent: { invoice_uid: string; draft_uid: string | null; would_send?: SendEmailArgs }[] = [];
   const skipped: Skip[] = [];
-  if (!tool) return { checked: 0, approvals, sent, skipped };
-  const candidates = await collections.listOverdueReceivables(env.db, agent.organizationUid, now, {
-    limit: maxInvoices,
-  });
+  let checked = 0;
+  if (!tool) return { checked, approvals, sent, skipped };
   const notifyDeps = { db: env.db, chat: env.chat };
-  for (const invoice of candidates) {
+  // `max_invoices` bounds the invoices acted on: those the agent must leave alone (an approval
+  // already open, a reminder sent lately) do not use it up, so newer overdue invoices get their turn.
+  for await (const invoice of overdueInvoices(env.db, agent.organizationUid, now)) {
+    if (approvals.length + sent.length >= maxInvoices || checked >= MAX_EXAMINED) break;
+    checked += 1;
     await step.checkpoint();
     const skip = (reason: string) =>
       skipped.push({ invoice_uid: invoice.uid, invoice_number: invoice.invoiceNumber, reason });
@@ -346,7 +379,7 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
       });
     } else {
       if (run.sandbox) {
-        sent.push({ invoice_uid: invoice.uid, draft_uid: null });
+        sent.push({ invoice_uid: invoice.uid, draft_uid: null, would_send: toolArgs });
         continue;
       }
       const draft = await sendReminder(env, ctx, { ...toolArgs, partyUid: view.parties.client?.uid ?? null });
@@ -360,7 +393,21 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
       });
     }
   }
-  return { checked: candidates.length, approvals, sent, skipped };
+  return { checked, approvals, sent, skipped };
+}
+
+/** The organization's overdue receivables, oldest due date first, read a batch at a time. */
+async function* overdueInvoices(db: DbOrTx, organizationUid: string, now: Date) {
+  let after: collections.CollectibleInvoice | undefined;
+  for (;;) {
+    const batch = await collections.listOverdueReceivables(db, organizationUid, now, {
+      limit: BATCH,
+      ...(after ? { after } : {}),
+    });
+    yield* batch;
+    if (batch.length < BATCH) return;
+    after = batch[batch.length - 1];
+  }
 }
 
 async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {

@@ -1,8 +1,10 @@
-import { and, asc, eq, gt, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, lt, or, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { invoices } from '../invoices/invoices.tables.ts';
 import { emailAccounts } from '../email/email-accounts.tables.ts';
 import { emailDrafts } from '../email/email-drafts.tables.ts';
+import { workTaskContextEntities, workTasks } from '../work-tasks/work-tasks.tables.ts';
+import { agentRuns } from './agents.tables.ts';
 
 export type CollectibleInvoice = Pick<
   typeof invoices.$inferSelect,
@@ -19,13 +21,26 @@ const columns = {
   status: invoices.status,
 };
 
-/** Open receivables with money left, past due, oldest due date first (CONTRACT §5). */
+/** The first instant of `now`'s UTC day: an invoice is past due once its due date is before it. */
+export function startOfUtcDay(now: Date): Date {
+  return new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()));
+}
+
+/**
+ * Open receivables with money left, past due (at least one day overdue, as `overdue_days` counts),
+ * oldest due date first (CONTRACT §5). `after` continues a listing after the last invoice seen.
+ */
 export async function listOverdueReceivables(
   db: DbOrTx,
   organizationUid: string,
   now: Date,
-  options: { clientPartyUid?: string; limit: number },
+  options: {
+    clientPartyUid?: string;
+    limit: number;
+    after?: Pick<CollectibleInvoice, 'dueDate' | 'uid'>;
+  },
 ): Promise<CollectibleInvoice[]> {
+  const after = options.after;
   return db
     .select(columns)
     .from(invoices)
@@ -35,8 +50,16 @@ export async function listOverdueReceivables(
         eq(invoices.invoiceType, 'ACCOUNTS_RECEIVABLE'),
         eq(invoices.status, 'open'),
         gt(invoices.amountRemainingCents, 0),
-        lt(invoices.dueDate, now),
+        lt(invoices.dueDate, startOfUtcDay(now)),
         ...(options.clientPartyUid ? [eq(invoices.clientPartyUid, options.clientPartyUid)] : []),
+        ...(after?.dueDate
+          ? [
+              or(
+                gt(invoices.dueDate, after.dueDate),
+                and(eq(invoices.dueDate, after.dueDate), gt(invoices.uid, after.uid)),
+              )!,
+            ]
+          : []),
       ),
     )
     .orderBy(asc(invoices.dueDate), asc(invoices.uid))
@@ -83,6 +106,43 @@ export async function lastReminderAt(
       ),
     );
   return row?.at ? new Date(row.at) : null;
+}
+
+/**
+ * Whether a reminder approved for this invoice is still on its way: its follow-up run has not ended.
+ * (Until it sends, no draft exists for `lastReminderAt` to see.)
+ */
+export async function hasApprovedReminderPending(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUid: string,
+): Promise<boolean> {
+  const [row] = await db
+    .select({ uid: agentRuns.uid })
+    .from(workTaskContextEntities)
+    .innerJoin(
+      workTasks,
+      and(
+        eq(workTasks.organizationUid, workTaskContextEntities.organizationUid),
+        eq(workTasks.uid, workTaskContextEntities.taskUid),
+      ),
+    )
+    .innerJoin(
+      agentRuns,
+      and(eq(agentRuns.organizationUid, workTasks.organizationUid), eq(agentRuns.taskUid, workTasks.uid)),
+    )
+    .where(
+      and(
+        eq(workTaskContextEntities.organizationUid, organizationUid),
+        eq(workTaskContextEntities.entityType, 'invoice'),
+        eq(workTaskContextEntities.entityUid, invoiceUid),
+        eq(workTasks.type, 'hil_approval'),
+        eq(workTasks.resolution, 'approved'),
+        inArray(agentRuns.status, ['pending', 'running']),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
 }
 
 /** The organization's default sender: its first email account (CONTRACT §5). */

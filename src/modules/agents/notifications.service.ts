@@ -1,10 +1,10 @@
 import { sql } from 'drizzle-orm';
-import type { Db } from '../../platform/db/client.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { rawQuery } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
-import type { AgentRow } from './agents.repository.ts';
+import { findAgent, type AgentRow } from './agents.repository.ts';
 import { getAgentRow } from './agents.service.ts';
 import { agents, type NotificationEvent } from './agents.tables.ts';
 import * as repo from './notifications.repository.ts';
@@ -44,11 +44,24 @@ export function isSwitchedOn(agent: AgentRow, event: NotificationEvent): boolean
  * thrown: a broken chat must not fail the work it reports on.
  */
 export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.NotificationRow | null> {
+  const row = await recordNotice(deps.db, deps.chat, notice);
+  return row ? deliver(deps, row) : null;
+}
+
+/**
+ * Writes the notification (`pending` when it is to be posted, else `recorded`), or nothing when the
+ * event is switched off. Posting is `deliver`'s, outside any transaction.
+ */
+async function recordNotice(
+  db: DbOrTx,
+  chat: ChatClient,
+  notice: Notice,
+): Promise<repo.NotificationRow | null> {
   const { agent } = notice;
   if (!isSwitchedOn(agent, notice.event)) return null;
   const channelId = agent.notificationConfig?.chat_channel_id ?? null;
-  const willPost = deps.chat.kind !== 'none' && channelId !== null && !notice.sandbox;
-  const row = await repo.insertNotification(deps.db, {
+  const willPost = chat.kind !== 'none' && channelId !== null && !notice.sandbox;
+  return repo.insertNotification(db, {
     organizationUid: agent.organizationUid,
     agentUid: agent.uid,
     runUid: notice.runUid ?? null,
@@ -59,9 +72,13 @@ export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.Not
     text: notice.sandbox ? `[sandbox] ${notice.text}` : notice.text,
     deliveryStatus: willPost ? 'pending' : 'recorded',
   });
-  if (!willPost) return row;
+}
+
+/** Posts a `pending` notification and records how that went; never throws for a chat failure. */
+async function deliver(deps: NotifyDeps, row: repo.NotificationRow): Promise<repo.NotificationRow> {
+  if (row.deliveryStatus !== 'pending' || row.channelId === null) return row;
   try {
-    const externalId = await deps.chat.postMessage(channelId, row.text);
+    const externalId = await deps.chat.postMessage(row.channelId, row.text);
     return (
       (await repo.recordDelivery(deps.db, row.organizationUid, row.uid, {
         deliveryStatus: 'sent',
@@ -123,7 +140,8 @@ interface DigestCounts {
 
 /**
  * The daily digest: for every agent with `digest` switched on, one summary of the last 24 hours. A
- * second call within 20 hours sends nothing, so a repeated or overlapping job cannot double it.
+ * second call within 20 hours sends nothing, so a repeated or overlapping job cannot double it: the
+ * check and the digest's row are written under the agent's lock, and posted after it is released.
  */
 export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Promise<number> {
   const candidates = await deps.db
@@ -132,29 +150,40 @@ export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Pro
     .where(sql`(${agents.notificationConfig} -> 'events' ->> 'digest')::boolean is true`);
   const since = new Date(now.getTime() - 24 * 3_600_000);
   let sent = 0;
-  for (const agent of candidates) {
-    const recent = new Date(now.getTime() - 20 * 3_600_000);
-    if (await repo.hasNotificationSince(deps.db, agent.organizationUid, agent.uid, 'digest', recent))
-      continue;
-    const [counts] = await rawQuery<DigestCounts>(
-      deps.db,
-      `select
-         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.created_on >= $3) as runs,
-         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'completed') as completed,
-         (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'failed') as failed,
-         (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.created_at >= $3) as approvals_raised,
-         (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.resolved_at >= $3) as approvals_resolved`,
-      [agent.organizationUid, agent.uid, since.toISOString()],
-    );
-    const c = counts!;
-    await notify(deps, {
-      agent,
-      event: 'digest',
-      text:
-        `Daily digest for ${agent.name}: ${c.runs} run(s) started, ${c.completed} completed, ${c.failed} failed; ` +
-        `${c.approvals_raised} approval(s) requested, ${c.approvals_resolved} resolved in the last 24 hours.`,
+  const recent = new Date(now.getTime() - 20 * 3_600_000);
+  for (const candidate of candidates) {
+    const row = await deps.db.transaction(async (tx) => {
+      const agent = await findAgent(tx, [candidate.organizationUid], candidate.uid, { forUpdate: true });
+      if (!agent || !isSwitchedOn(agent, 'digest')) return null;
+      if (await repo.hasNotificationSince(tx, agent.organizationUid, agent.uid, 'digest', recent))
+        return null;
+      return recordNotice(tx, deps.chat, {
+        agent,
+        event: 'digest',
+        text: await digestText(tx, agent, since),
+      });
     });
+    if (!row) continue;
+    await deliver(deps, row);
     sent += 1;
   }
   return sent;
+}
+
+async function digestText(db: DbOrTx, agent: AgentRow, since: Date): Promise<string> {
+  const [counts] = await rawQuery<DigestCounts>(
+    db,
+    `select
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.created_on >= $3) as runs,
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'completed') as completed,
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'failed') as failed,
+       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.created_at >= $3) as approvals_raised,
+       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.resolved_at >= $3) as approvals_resolved`,
+    [agent.organizationUid, agent.uid, since.toISOString()],
+  );
+  const c = counts!;
+  return (
+    `Daily digest for ${agent.name}: ${c.runs} run(s) started, ${c.completed} completed, ${c.failed} failed; ` +
+    `${c.approvals_raised} approval(s) requested, ${c.approvals_resolved} resolved in the last 24 hours.`
+  );
 }

@@ -158,7 +158,8 @@ export async function receiveInboundEmail(db: Db, jobs: Jobs, ctx: RequestContex
         agent,
         triggerType: 'email_received',
         trigger,
-        input: trigger,
+        // The agent reads the message itself (the collections agent looks for invoice numbers in it).
+        input: { ...trigger, body_text: body.body_text.slice(0, 20_000) },
       });
       runUids.push(run.uid);
     }

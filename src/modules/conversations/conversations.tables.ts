@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, text, timestamp, uuid } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { organizations, timestamps } from '../tenancy/tenancy.tables.ts';
 import { parties } from '../parties/parties.tables.ts';
 

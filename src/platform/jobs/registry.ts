@@ -48,7 +48,12 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
   const { jobs, database } = deps;
   await jobs.define(MAINTENANCE_QUEUE, async () => {
     await purgeExpiredIdempotencyKeys(database.db);
-    log.info('maintenance: expired idempotency keys purged');
+    // Runs a dead worker left `running` for over an hour: failed, so they do not look alive forever.
+    const abandoned = await failAbandonedRuns(database.db);
+    log.info(
+      { abandoned_runs_failed: abandoned },
+      'maintenance: idempotency keys purged, abandoned runs failed',
+    );
   });
   await jobs.schedule(MAINTENANCE_QUEUE, '17 * * * *');
 
@@ -105,8 +110,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
   await jobs.schedule(AGENT_SCHEDULE_QUEUE, '* * * * *');
   await jobs.define(AGENT_DIGEST_QUEUE, async () => {
     const sent = await sendDigests({ db: database.db, chat: runEnv.chat });
-    const abandoned = await failAbandonedRuns(database.db);
-    log.info({ digests: sent, abandoned_runs_failed: abandoned }, 'agent digests');
+    log.info({ digests: sent }, 'agent digests');
   });
   await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
 
