@@ -4,7 +4,7 @@ import { envelope } from '../../platform/http/envelope.ts';
 import { AppError } from '../../platform/http/errors.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import { discardSpooledFiles, readMultipartForm } from '../../platform/storage/multipart-upload.ts';
+import { readUploadFormAsBody, releaseSpooledFiles } from '../../platform/storage/multipart-upload.ts';
 import {
   Document,
   DocumentEnvelope,
@@ -14,12 +14,6 @@ import {
   type DocumentUploadFormT,
 } from './documents.schemas.ts';
 import * as service from './documents.service.ts';
-
-async function removeSpooledFiles(request: FastifyRequest) {
-  const files = request.spooledFiles;
-  request.spooledFiles = null;
-  await discardSpooledFiles(files);
-}
 
 /**
  * Documents (CONTRACT §4). Both routes need `knowledge:write`: documents are files kept for search
@@ -41,18 +35,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
    * the form's text fields plus a digest of the file part, for validation and the idempotency check.
    */
   const readUploadForm = async (request: FastifyRequest) => {
-    const form = await readMultipartForm(request, { maxFileBytes: MAX_DOCUMENT_BYTES, maxFiles: 1 });
-    request.spooledFiles = form.files;
-    if (form.fields.has('file')) {
-      throw new AppError(
-        'validation_failed',
-        'file must be a file part (with a filename), not a text field',
-        [{ field: 'file', message: 'must be a file part, not a text field' }],
-      );
-    }
-    const body: Record<string, unknown> = Object.fromEntries(form.fields);
-    for (const file of form.files) body[file.fieldname] = file.digest;
-    request.body = body;
+    await readUploadFormAsBody(request, { maxFileBytes: MAX_DOCUMENT_BYTES, maxFiles: 1 });
   };
 
   // multipart/form-data is understood by this route only; elsewhere it stays a 415.
@@ -76,8 +59,8 @@ export async function documentRoutes(app: App, deps: AppDeps) {
         },
         config: { scope: 'knowledge:write' },
         preValidation: readUploadForm,
-        onResponse: removeSpooledFiles,
-        onRequestAbort: removeSpooledFiles,
+        onResponse: releaseSpooledFiles,
+        onRequestAbort: releaseSpooledFiles,
       },
       async (request, reply) => {
         const body = request.body as DocumentUploadFormT;
@@ -99,7 +82,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
             documentName: body.document_name,
           });
         } finally {
-          await removeSpooledFiles(request);
+          await releaseSpooledFiles(request);
         }
         return reply.code(201).send(envelope(document, 'Document uploaded', 201));
       },

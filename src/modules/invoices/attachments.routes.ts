@@ -5,11 +5,7 @@ import { AppError } from '../../platform/http/errors.ts';
 import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import {
-  discardSpooledFiles,
-  readMultipartForm,
-  type SpooledFile,
-} from '../../platform/storage/multipart-upload.ts';
+import { readUploadFormAsBody, releaseSpooledFiles } from '../../platform/storage/multipart-upload.ts';
 import {
   Attachment,
   AttachmentEnvelope,
@@ -21,13 +17,6 @@ import {
 } from './attachments.schemas.ts';
 import * as service from './attachments.service.ts';
 import { InvoiceParams } from './invoices.schemas.ts';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The spooled files of a multipart upload (removed when the response is done). */
-    spooledFiles: SpooledFile[] | null;
-  }
-}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -41,12 +30,6 @@ const BOOLEAN_TEXT: Record<string, boolean> = {
   no: false,
   off: false,
 };
-
-async function removeSpooledFiles(request: FastifyRequest) {
-  const files = request.spooledFiles;
-  request.spooledFiles = null;
-  await discardSpooledFiles(files);
-}
 
 export async function attachmentRoutes(app: App, deps: AppDeps) {
   app.addSchema(Attachment);
@@ -72,20 +55,11 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
       ]);
     }
     await service.assertInvoiceVisible(attachmentDeps(request), request.tenant(), uid);
-    const form = await readMultipartForm(request, { maxFileBytes: MAX_ATTACHMENT_BYTES, maxFiles: 1 });
-    request.spooledFiles = form.files;
-    if (form.fields.has('file')) {
-      throw new AppError(
-        'validation_failed',
-        'file must be a file part (with a filename), not a text field',
-        [{ field: 'file', message: 'must be a file part, not a text field' }],
-      );
-    }
-    const body: Record<string, unknown> = Object.fromEntries(form.fields);
-    const isPublic = form.fields.get('is_public');
-    if (isPublic !== undefined) body.is_public = BOOLEAN_TEXT[isPublic.trim().toLowerCase()] ?? isPublic;
-    for (const file of form.files) body[file.fieldname] = file.digest;
-    request.body = body;
+    await readUploadFormAsBody(request, { maxFileBytes: MAX_ATTACHMENT_BYTES, maxFiles: 1 }, (body) => {
+      const isPublic = body.is_public;
+      if (typeof isPublic === 'string')
+        body.is_public = BOOLEAN_TEXT[isPublic.trim().toLowerCase()] ?? isPublic;
+    });
   };
 
   // multipart/form-data is understood by these routes only; elsewhere it stays a 415.
@@ -109,8 +83,8 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
         },
         config: { scope: 'invoices:write' },
         preValidation: readUploadForm,
-        onResponse: removeSpooledFiles,
-        onRequestAbort: removeSpooledFiles,
+        onResponse: releaseSpooledFiles,
+        onRequestAbort: releaseSpooledFiles,
       },
       async (request, reply) => {
         const ctx = request.tenant();
@@ -131,7 +105,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
             isPublic: body.is_public ?? false,
           });
         } finally {
-          await removeSpooledFiles(request);
+          await releaseSpooledFiles(request);
         }
         return reply.code(201).send(envelope(attachment, 'Attachment uploaded', 201));
       },

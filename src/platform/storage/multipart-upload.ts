@@ -180,3 +180,40 @@ export async function readMultipartForm(
     throw toClientError(error, options);
   }
 }
+
+/** Deletes the request's spooled files (after the response, or when the client went away). */
+export async function releaseSpooledFiles(request: FastifyRequest): Promise<void> {
+  const files = request.spooledFiles;
+  request.spooledFiles = null;
+  await discardSpooledFiles(files);
+}
+
+/**
+ * The upload routes' preValidation step: reads the whole form, keeps the spooled files on the request
+ * and makes `request.body` the text fields plus each file part's digest (what schema validation and the
+ * idempotency check see). `file` sent as a text field is a 422.
+ */
+export async function readUploadFormAsBody(
+  request: FastifyRequest,
+  options: ReadFormOptions,
+  adjust: (body: Record<string, unknown>) => void = () => undefined,
+): Promise<void> {
+  const form = await readMultipartForm(request, options);
+  request.spooledFiles = form.files;
+  if (form.fields.has('file')) {
+    throw new AppError('validation_failed', 'file must be a file part (with a filename), not a text field', [
+      { field: 'file', message: 'must be a file part, not a text field' },
+    ]);
+  }
+  const body: Record<string, unknown> = Object.fromEntries(form.fields);
+  adjust(body);
+  for (const file of form.files) body[file.fieldname] = file.digest;
+  request.body = body;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Files of a multipart upload spooled to disk; removed once the response is sent. */
+    spooledFiles: SpooledFile[] | null;
+  }
+}
