@@ -113,15 +113,13 @@ async function seed(key: string, org: string, prefix: string) {
       status: 'ready',
     })
     .returning();
-  await t.db
-    .insert(knowledgeDocuments)
-    .values({
-      organizationUid: org,
-      filename: 'zebra-unconfirmed.pdf',
-      contentType: 'application/pdf',
-      s3ObjectName: `u/${prefix}`,
-      status: 'presigned',
-    });
+  await t.db.insert(knowledgeDocuments).values({
+    organizationUid: org,
+    filename: 'zebra-unconfirmed.pdf',
+    contentType: 'application/pdf',
+    s3ObjectName: `u/${prefix}`,
+    status: 'presigned',
+  });
   return {
     client: client.uid,
     older: older.uid,
