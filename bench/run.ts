@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { cleanupAll, cleanupStarted, errorMessage, onCleanup } from './lib/cleanup.ts';
 import { capturePlans, type PlanCapture } from './lib/explain.ts';
+import { captureSearchPlans, type SearchPlanCapture } from './lib/search-explain.ts';
 import {
   measure,
   probe,
@@ -46,6 +47,7 @@ import {
   type ReferenceResult,
   type ScalingResult,
   type ScenarioResult,
+  type SearchSeedStep,
   type SeedStep,
   type TargetResult,
 } from './lib/report.ts';
@@ -53,9 +55,14 @@ import {
   allScenarios,
   bareReferences,
   DEFAULT_INVOICE_SIZES,
+  DEFAULT_SEARCH_OTHER_ROWS,
+  DEFAULT_SEARCH_PGLITE_OTHER_ROWS,
+  DEFAULT_SEARCH_PGLITE_SIZE,
+  DEFAULT_SEARCH_SIZES,
   ENGINES,
   oneReadReferences,
   SAMPLE_INVOICE,
+  SEARCH_PLANNED,
   SEED_PARTIES,
   seededInvoiceUid,
   type BareReferenceId,
@@ -63,6 +70,9 @@ import {
   type Engine,
   type RemitContext,
   type Scenario,
+  type SearchContext,
+  type SearchDataset,
+  type SearchOrganization,
 } from './scenarios.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '..');
@@ -89,18 +99,22 @@ interface Settings extends LoadSettings {
   startTimeoutMs: number;
   adminUrl: string;
   invoiceSizes: number[];
+  searchSizes: number[];
+  searchOtherRows: number;
+  searchPgliteSize: number;
+  searchPgliteOtherRows: number;
   scenarios: Scenario[];
 }
 
-/** BENCH_INVOICE_SIZES: "10000,100000" or "10k,100k,1m". */
-function sizesFromEnv(): number[] {
-  const raw = listFromEnv('BENCH_INVOICE_SIZES');
-  if (!raw) return DEFAULT_INVOICE_SIZES;
+/** BENCH_INVOICE_SIZES (or another list of sizes): "10000,100000" or "10k,100k,1m". */
+function sizesFromEnv(name: string, fallback: number[]): number[] {
+  const raw = listFromEnv(name);
+  if (!raw) return fallback;
   const sizes = raw.map((value) => {
     const match = /^(\d+)([km]?)$/i.exec(value);
     const size = match ? Number(match[1]) * { '': 1, k: 1000, m: 1_000_000 }[match[2]!.toLowerCase()]! : 0;
     if (!Number.isSafeInteger(size) || size < 1) {
-      throw new BenchError(`BENCH_INVOICE_SIZES: "${value}" is not a size (e.g. 10000, 100k, 1m)`);
+      throw new BenchError(`${name}: "${value}" is not a size (e.g. 10000, 100k, 1m)`);
     }
     return size;
   });
@@ -121,8 +135,23 @@ function selects(pattern: string, scenario: Scenario): boolean {
 function loadSettings(): Settings {
   const onlyIds = listFromEnv('BENCH_SCENARIOS');
   const onlyEngines = listFromEnv('BENCH_ENGINES');
-  const invoiceSizes = sizesFromEnv();
-  const known = allScenarios({ invoiceSizes });
+  const invoiceSizes = sizesFromEnv('BENCH_INVOICE_SIZES', DEFAULT_INVOICE_SIZES);
+  const searchSizes = sizesFromEnv('BENCH_SEARCH_SIZES', DEFAULT_SEARCH_SIZES);
+  const one = (name: string, fallback: number) => {
+    const sizes = sizesFromEnv(name, [fallback]);
+    if (sizes.length !== 1) throw new BenchError(`${name}: one size`);
+    return sizes[0]!;
+  };
+  const searchOtherRows = one('BENCH_SEARCH_OTHER_ROWS', DEFAULT_SEARCH_OTHER_ROWS);
+  const searchPgliteSize = one('BENCH_SEARCH_PGLITE_SIZE', DEFAULT_SEARCH_PGLITE_SIZE);
+  const searchPgliteOtherRows = one('BENCH_SEARCH_PGLITE_OTHER_ROWS', DEFAULT_SEARCH_PGLITE_OTHER_ROWS);
+  const known = allScenarios({
+    invoiceSizes,
+    searchSizes,
+    searchOtherRows,
+    searchPgliteSize,
+    searchPgliteOtherRows,
+  });
   for (const engine of onlyEngines ?? []) {
     if (!ENGINES.includes(engine as Engine)) {
       throw new BenchError(`BENCH_ENGINES: unknown engine "${engine}" (known: ${ENGINES.join(', ')})`);
@@ -153,6 +182,10 @@ function loadSettings(): Settings {
     startTimeoutMs: intFromEnv('BENCH_START_TIMEOUT_S', 120, 1) * 1000,
     adminUrl: process.env.BENCH_DATABASE_URL?.trim() || DEFAULT_ADMIN_URL,
     invoiceSizes,
+    searchSizes,
+    searchOtherRows,
+    searchPgliteSize,
+    searchPgliteOtherRows,
     scenarios,
   };
 }
@@ -274,21 +307,16 @@ interface InitResult {
   api_key: string;
 }
 
-async function initRemit(engine: Engine, dbEnv: Record<string, string>): Promise<InitResult> {
+async function initRemit(
+  engine: Engine,
+  dbEnv: Record<string, string>,
+  organization = 'Bench',
+  email = 'bench@example.test',
+): Promise<InitResult> {
   const stdout = await runToCompletion({
-    name: `remit init (${engine})`,
+    name: `remit init ${organization} (${engine})`,
     command: process.execPath,
-    args: [
-      '--import',
-      'tsx',
-      'src/cli.ts',
-      'init',
-      '--org',
-      'Bench',
-      '--email',
-      'bench@example.test',
-      '--json',
-    ],
+    args: ['--import', 'tsx', 'src/cli.ts', 'init', '--org', organization, '--email', email, '--json'],
     cwd: repoRoot,
     env: childEnv({ ...REMIT_ENV, ...dbEnv }),
   });
@@ -413,39 +441,12 @@ async function seedInvoices(
   log(
     `  remit seed: ${invoices.toLocaleString('en-US')} payable invoices (server ${server.name} keeps running)`,
   );
-  const started = Date.now();
-  const stdout = await runToCompletion(
-    {
-      name: `remit seed (${invoices})`,
-      command: process.execPath,
-      args: [
-        '--import',
-        'tsx',
-        'src/cli.ts',
-        'seed',
-        '--org',
-        ctx.organizationUid,
-        '--invoices',
-        String(invoices),
-        '--parties',
-        String(SEED_PARTIES),
-        '--ap-ratio',
-        '1',
-        '--json',
-      ],
-      cwd: repoRoot,
-      env: childEnv({ ...REMIT_ENV, ...dbEnv }),
-    },
-    SEED_TIMEOUT_MS,
-  );
-  const seconds = (Date.now() - started) / 1000;
-  const line = stdout.trim().split('\n').pop() ?? '';
-  let result: { payable?: number; invoices?: number; seconds?: number };
-  try {
-    result = JSON.parse(line) as typeof result;
-  } catch {
-    throw new BenchError(`remit seed printed no JSON: ${line.slice(0, 200)}`);
-  }
+  const { result, seconds } = await runSeed(dbEnv, ctx.organizationUid, {
+    invoices,
+    parties: SEED_PARTIES,
+    tasks: 0,
+    apRatio: 1,
+  });
   if (result.payable !== invoices || result.invoices !== invoices) {
     throw new BenchError(
       `remit seed --invoices ${invoices} left ${String(result.payable)} payable of ${String(result.invoices)} invoices`,
@@ -465,6 +466,147 @@ async function seedInvoices(
     seconds: round2(seconds),
     remit_seconds: result.seconds ?? 0,
     server_running: !server.child.exited,
+  };
+}
+
+interface SeedJson {
+  invoices?: number;
+  payable?: number;
+  receivable?: number;
+  parties?: number;
+  tasks?: number;
+  seconds?: number;
+}
+
+/** `remit seed --json` (the CLI, beside the server on PostgreSQL), its JSON answer and wall time. */
+async function runSeed(
+  dbEnv: Record<string, string>,
+  organizationUid: string,
+  options: { invoices: number; parties: number; tasks: number; apRatio: number },
+): Promise<{ result: SeedJson; seconds: number }> {
+  const started = Date.now();
+  const stdout = await runToCompletion(
+    {
+      name: `remit seed (${organizationUid}, ${options.invoices} invoices)`,
+      command: process.execPath,
+      args: [
+        '--import',
+        'tsx',
+        'src/cli.ts',
+        'seed',
+        '--org',
+        organizationUid,
+        '--invoices',
+        String(options.invoices),
+        '--parties',
+        String(options.parties),
+        '--tasks',
+        String(options.tasks),
+        '--ap-ratio',
+        String(options.apRatio),
+        '--json',
+      ],
+      cwd: repoRoot,
+      env: childEnv({ ...REMIT_ENV, ...dbEnv }),
+    },
+    SEED_TIMEOUT_MS,
+  );
+  const line = stdout.trim().split('\n').pop() ?? '';
+  try {
+    return { result: JSON.parse(line) as SeedJson, seconds: (Date.now() - started) / 1000 };
+  } catch {
+    throw new BenchError(`remit seed printed no JSON: ${line.slice(0, 200)}`);
+  }
+}
+
+function searchOrganization(init: InitResult): SearchOrganization {
+  return {
+    organizationUid: init.organization_uid,
+    userUid: init.user_uid,
+    apiKey: init.api_key,
+    auth: { authorization: `Bearer ${init.api_key}` },
+  };
+}
+
+/**
+ * The search scenarios' organizations: created with `remit init` (the searched one, "Search", and the
+ * other one, "Search other"), the other seeded once with its rows. On PGlite this runs before the server
+ * starts (the CLI cannot open a data directory the server holds).
+ */
+async function setUpSearch(
+  engine: Engine,
+  dbEnv: Record<string, string>,
+  dataset: SearchDataset,
+  server: Server | null,
+): Promise<{ search: SearchContext; step: SearchSeedStep }> {
+  const org = await initRemit(engine, dbEnv, 'Search', 'search@example.test');
+  const other = await initRemit(engine, dbEnv, 'Search other', 'search-other@example.test');
+  const search: SearchContext = {
+    org: searchOrganization(org),
+    other: searchOrganization(other),
+    seeded: null,
+  };
+  log(
+    `  search organizations: ${org.organization_uid} (searched), ${other.organization_uid} (other); remit seed: the other one, ${dataset.other.invoices.toLocaleString('en-US')} invoices, ${dataset.other.parties.toLocaleString('en-US')} parties, ${dataset.other.tasks.toLocaleString('en-US')} tasks${server ? ` (server ${server.name} keeps running)` : ''}`,
+  );
+  const { result, seconds } = await runSeed(dbEnv, other.organization_uid, { ...dataset.other, apRatio: 0 });
+  if (result.invoices !== dataset.other.invoices || result.tasks !== dataset.other.tasks) {
+    throw new BenchError(`remit seed (other organization) answered ${JSON.stringify(result)}`);
+  }
+  if (server) assertAlive(server);
+  log(`  seeded in ${seconds.toFixed(1)} s (remit seed reported ${result.seconds ?? '?'} s)`);
+  const step: SearchSeedStep = {
+    organization: 'other',
+    invoices: dataset.other.invoices,
+    parties: dataset.other.parties,
+    tasks: dataset.other.tasks,
+    seconds: round2(seconds),
+    remit_seconds: result.seconds ?? 0,
+    server_running: server ? !server.child.exited : null,
+  };
+  return { search, step };
+}
+
+/**
+ * `remit seed` brings the searched organization to the dataset's size (receivable invoices: numbers
+ * `INV-…`; parties; tasks). Deterministic and additive, like the invoice seeding; a checkpoint follows
+ * on PostgreSQL.
+ */
+async function seedSearch(
+  search: SearchContext,
+  query: RemitContext['query'],
+  dbEnv: Record<string, string>,
+  dataset: SearchDataset,
+  server: Server | null,
+): Promise<SearchSeedStep> {
+  const org = search.org.organizationUid;
+  log(
+    `  remit seed: searched organization, ${dataset.invoices.toLocaleString('en-US')} invoices, ${dataset.parties.toLocaleString('en-US')} parties, ${dataset.tasks.toLocaleString('en-US')} tasks${server ? ` (server ${server.name} keeps running)` : ''}`,
+  );
+  const { result, seconds } = await runSeed(dbEnv, org, { ...dataset, apRatio: 0 });
+  if (
+    result.invoices !== dataset.invoices ||
+    result.receivable !== dataset.invoices ||
+    result.tasks !== dataset.tasks
+  ) {
+    throw new BenchError(`remit seed (searched organization) answered ${JSON.stringify(result)}`);
+  }
+  if (server) assertAlive(server);
+  try {
+    await query?.('checkpoint');
+  } catch (error) {
+    log(`  (no checkpoint after seeding: ${errorMessage(error)})`);
+  }
+  search.seeded = dataset;
+  log(`  seeded in ${seconds.toFixed(1)} s (remit seed reported ${result.seconds ?? '?'} s)`);
+  return {
+    organization: 'searched',
+    invoices: dataset.invoices,
+    parties: dataset.parties,
+    tasks: dataset.tasks,
+    seconds: round2(seconds),
+    remit_seconds: result.seconds ?? 0,
+    server_running: server ? !server.child.exited : null,
   };
 }
 
@@ -501,7 +643,9 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   const scenarioResults = new Map<string, ScenarioResult>();
   const referenceResults: ReferenceResult[] = [];
   const seeding: SeedStep[] = [];
+  const searchSeeding: SearchSeedStep[] = [];
   let plans: PlanCapture | null = null;
+  let searchPlans: SearchPlanCapture | null = null;
   const captured = new Map<BareReferenceId, { file: string; engine: Engine }>();
   let pglitePostgres: string | null = null;
 
@@ -519,6 +663,27 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       engine === 'pglite' ? { DATA_DIR: path.join(tmp, 'remit-pglite') } : { DATABASE_URL: database!.url };
     const init = await initRemit(engine, dbEnv);
     log(`  remit init: organization ${init.organization_uid}`);
+    // Datasets only grow: scenarios without one first, then the invoice datasets, then the search ones,
+    // each by size (stable otherwise).
+    const rank = (s: Scenario) => (s.searchDataset ? 2 : s.dataset ? 1 : 0);
+    const size = (s: Scenario) => s.dataset?.invoices ?? s.searchDataset?.invoices ?? 0;
+    const ofEngine = settings.scenarios
+      .filter((s) => s.engine === engine)
+      .sort((a, b) => rank(a) - rank(b) || size(a) - size(b));
+
+    // PGlite: the search data is seeded before the server holds the data directory (one size only).
+    let search: SearchContext | undefined;
+    const pgliteSearch =
+      engine === 'pglite' ? ofEngine.find((s) => s.searchDataset)?.searchDataset : undefined;
+    if (pgliteSearch) {
+      if (ofEngine.some((s) => s.searchDataset && s.searchDataset.invoices !== pgliteSearch.invoices)) {
+        throw new BenchError('PGlite runs the search scenarios at one size');
+      }
+      const setUp = await setUpSearch(engine, dbEnv, pgliteSearch, null);
+      searchSeeding.push(setUp.step);
+      search = setUp.search;
+      searchSeeding.push(await seedSearch(search, undefined, dbEnv, pgliteSearch, null));
+    }
 
     const remit = await startServer(
       `Remit (${engine})`,
@@ -537,6 +702,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       query = async <T>(text: string, values?: unknown[]) => (await pool.query(text, values)).rows as T[];
     }
     const ctx = remitContext(engine, remit.baseUrl, init, query);
+    if (search) ctx.search = search;
     const postgresDatabase = engine === 'postgres' ? database!.name : undefined;
 
     // The bare reference serves the bytes of a real response, captured from the first Remit started.
@@ -553,14 +719,22 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       log(`  captured ${answer.body.length} bytes of ${request.method} ${request.path} for ${id}`);
     }
 
-    // Datasets only grow: scenarios without one first, then by dataset size (stable otherwise).
-    const size = (s: Scenario) => s.dataset?.invoices ?? 0;
-    const ofEngine = settings.scenarios.filter((s) => s.engine === engine).sort((a, b) => size(a) - size(b));
     for (const scenario of ofEngine) {
       let request: RequestSpec | undefined;
       if (scenario.dataset && scenario.dataset.invoices > ctx.seededInvoices) {
         if (engine !== 'postgres') throw new BenchError(`${scenario.id}: datasets need PostgreSQL`);
         seeding.push(await seedInvoices(ctx, dbEnv, scenario.dataset.invoices, remit));
+      }
+      const wanted = scenario.searchDataset;
+      if (wanted && wanted.invoices > (ctx.search?.seeded?.invoices ?? 0)) {
+        if (engine !== 'postgres')
+          throw new BenchError(`${scenario.id}: PGlite is seeded before its server starts`);
+        if (!ctx.search) {
+          const setUp = await setUpSearch(engine, dbEnv, wanted, remit);
+          searchSeeding.push(setUp.step);
+          ctx.search = setUp.search;
+        }
+        searchSeeding.push(await seedSearch(ctx.search, ctx.query, dbEnv, wanted, remit));
       }
       try {
         request = await scenario.prepare(ctx);
@@ -589,6 +763,17 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
         );
       } catch (error) {
         log(`  could not capture the plans: ${errorMessage(error)}`);
+      }
+    }
+    // The statements behind the search scenarios, on the largest dataset.
+    if (engine === 'postgres' && ctx.search?.seeded) {
+      try {
+        log(
+          `  EXPLAIN (ANALYZE, BUFFERS) of the search statements at ${ctx.search.seeded.invoices.toLocaleString('en-US')} invoices`,
+        );
+        searchPlans = await captureSearchPlans(database!.url, ctx.search.org.organizationUid, SEARCH_PLANNED);
+      } catch (error) {
+        log(`  could not capture the search plans: ${errorMessage(error)}`);
       }
     }
     await stopServer(remit);
@@ -686,7 +871,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   });
 
   return {
-    format: 2,
+    format: 3,
     started_at: startedAt,
     finished_at: new Date().toISOString(),
     git: gitState(repoRoot),
@@ -710,22 +895,31 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       postgres_admin_url: needsPostgres ? redactUrl(settings.adminUrl) : null,
       remit_env: REMIT_ENV,
       invoice_sizes: settings.invoiceSizes,
+      search_sizes: settings.searchSizes,
+      search_other_rows: settings.searchOtherRows,
+      search_pglite_size: settings.searchPgliteSize,
+      search_pglite_other_rows: settings.searchPgliteOtherRows,
     },
     references: referenceResults,
     scenarios: scenariosOut,
     invoice_seeding: seeding,
     scaling: scalingResults(settings.scenarios, scenariosOut),
     invoice_plans: plans,
+    search_seeding: searchSeeding,
+    search_plans: searchPlans,
     ok: scenariosOut.every((s) => s.figures !== null),
   };
 }
+
+/** The invoices of the dataset a scenario runs on (the searched organization's, for search), or 0. */
+const datasetSize = (s: Scenario) => s.dataset?.invoices ?? s.searchDataset?.invoices ?? 0;
 
 /** For each series with a scaling target: p50 at the largest dataset ÷ p50 at the smallest. */
 function scalingResults(scenarios: Scenario[], results: ScenarioResult[]): ScalingResult[] {
   const out: ScalingResult[] = [];
   const bySeries = new Map<string, Array<{ scenario: Scenario; result: ScenarioResult }>>();
   for (const scenario of scenarios) {
-    if (!scenario.scaling || !scenario.series || !scenario.dataset) continue;
+    if (!scenario.scaling || !scenario.series || !datasetSize(scenario)) continue;
     const result = results.find((r) => r.id === scenario.id);
     if (!result?.figures) continue;
     const list = bySeries.get(scenario.series.key) ?? [];
@@ -734,7 +928,7 @@ function scalingResults(scenarios: Scenario[], results: ScenarioResult[]): Scali
   }
   for (const [key, list] of bySeries) {
     if (list.length < 2) continue;
-    list.sort((a, b) => a.scenario.dataset!.invoices - b.scenario.dataset!.invoices);
+    list.sort((a, b) => datasetSize(a.scenario) - datasetSize(b.scenario));
     const from = list[0]!;
     const to = list[list.length - 1]!;
     const fromP50 = from.result.figures!.latency_ms.p50;
@@ -746,15 +940,15 @@ function scalingResults(scenarios: Scenario[], results: ScenarioResult[]): Scali
       series: key,
       title: to.scenario.series!.label,
       clients: to.scenario.series!.clients,
-      from_invoices: from.scenario.dataset!.invoices,
-      to_invoices: to.scenario.dataset!.invoices,
+      from_invoices: datasetSize(from.scenario),
+      to_invoices: datasetSize(to.scenario),
       from_p50_ms: fromP50,
       to_p50_ms: toP50,
       ratio: value,
       max_ratio: maxRatio,
       pass: value <= maxRatio,
       note: empty
-        ? `the page is past the last one at ${from.scenario.dataset!.invoices.toLocaleString('en-US')} (0 items): not the same work`
+        ? `the page is past the last one at ${datasetSize(from.scenario).toLocaleString('en-US')} (0 items): not the same work`
         : null,
     });
   }
@@ -781,6 +975,7 @@ function scenarioResult(
     group: scenario.group,
     connections: scenario.connections ?? settings.connections,
     dataset: scenario.dataset ?? null,
+    search_dataset: scenario.searchDataset ?? null,
     series: scenario.series ?? null,
     checked,
     references: scenario.references

@@ -24,6 +24,8 @@ export interface RemitContext {
   seededInvoices: number;
   /** A read-only SQL query on the bench database (PostgreSQL only; undefined on PGlite). */
   query?: <T>(text: string, values?: unknown[]) => Promise<T[]>;
+  /** The search scenarios' two organizations, once set up. */
+  search?: SearchContext;
 }
 
 /**
@@ -103,6 +105,11 @@ export interface Scenario {
    * payable invoices (sizes only grow, so such scenarios run ordered by size).
    */
   dataset?: { invoices: number };
+  /**
+   * The search scenarios' dataset: their own organization and another one (see `searchScenarios`),
+   * seeded before the scenario runs (sizes only grow).
+   */
+  searchDataset?: SearchDataset;
   /**
    * The same measurement at several dataset sizes shares a series (its key and a short label), for
    * the per-size curve and the scaling target.
@@ -274,6 +281,350 @@ export function invoiceScenarios(sizes: number[]): Scenario[] {
 }
 
 /** Every scenario, in run order per engine. */
-export function allScenarios(options: { invoiceSizes: number[] }): Scenario[] {
-  return [me('pglite', 0.5), me('postgres', 0.6), ...invoiceScenarios(options.invoiceSizes)];
+export function allScenarios(options: {
+  invoiceSizes: number[];
+  searchSizes: number[];
+  searchOtherRows: number;
+  searchPgliteSize: number;
+  searchPgliteOtherRows: number;
+}): Scenario[] {
+  return [
+    me('pglite', 0.5),
+    me('postgres', 0.6),
+    ...invoiceScenarios(options.invoiceSizes),
+    ...searchScenarios({
+      sizes: options.searchSizes,
+      otherRows: options.searchOtherRows,
+      pgliteSize: options.searchPgliteSize,
+      pgliteOtherRows: options.searchPgliteOtherRows,
+    }),
+  ];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Search (GET /api/search, GET /api/work-tasks/context-search) on a large organization beside another.
+
+/**
+ * What `remit seed` gives the search scenarios: their own organization (`invoices` receivable invoices,
+ * `parties` parties, `tasks` work tasks) and, once before the first size, another organization with
+ * `other` rows, whose matches the trigram indexes also return and the organization filter must drop.
+ */
+export interface SearchDataset {
+  invoices: number;
+  parties: number;
+  tasks: number;
+  other: { invoices: number; parties: number; tasks: number };
+}
+
+/** PostgreSQL sizes: invoices of the searched organization (parties and tasks: a fifth of that each). */
+export const DEFAULT_SEARCH_SIZES = [10_000, 1_000_000];
+/** PGlite runs one, smaller size (seeded before its server starts; see bench/README.md). */
+export const DEFAULT_SEARCH_PGLITE_SIZE = 10_000;
+export const SEARCH_CLIENTS = [1, 16] as const;
+/** The seed's rare word (`SEED_RARE_WORD`: ≈ 0.2 % of party names, invoice customers, task descriptions). */
+export const SEARCH_RARE = 'zephyr';
+/** In every seeded receivable's number (`INV-…`) and every seeded task's description ("… open invoices"). */
+export const SEARCH_COMMON = 'inv';
+export const SEARCH_LIMIT = 12;
+/** GET /api/search's default types: all six, so each type's share of 12 is 2. */
+export const SEARCH_TYPES = ['invoice', 'customer', 'task', 'conversation', 'document', 'knowledge'];
+export const CONTEXT_PER_PAGE = 10;
+
+/** Rows of the other organization: 1,000,000 next to PostgreSQL's sizes, 100,000 next to PGlite's. */
+export const DEFAULT_SEARCH_OTHER_ROWS = 1_000_000;
+export const DEFAULT_SEARCH_PGLITE_OTHER_ROWS = 100_000;
+
+/** Parties and tasks a fifth of the invoices each; the other organization's rows 60 / 20 / 20 %. */
+export function searchDataset(invoices: number, otherRows: number): SearchDataset {
+  const fifth = Math.round(otherRows / 5);
+  return {
+    invoices,
+    parties: Math.max(2, Math.round(invoices / 5)),
+    tasks: Math.round(invoices / 5),
+    other: { invoices: otherRows - 2 * fifth, parties: Math.max(2, fifth), tasks: fifth },
+  };
+}
+
+/** One organization of the search scenarios: its admin's key (from `remit init`). */
+export interface SearchOrganization {
+  organizationUid: string;
+  userUid: string;
+  apiKey: string;
+  auth: Record<string, string>;
+}
+
+export interface SearchContext {
+  /** The searched organization. */
+  org: SearchOrganization;
+  /** The other organization: none of its rows may be answered. */
+  other: SearchOrganization;
+  /** What is seeded so far. */
+  seeded: SearchDataset | null;
+}
+
+interface SearchItem {
+  entity_uid: string;
+  entity_type: string;
+  label: string;
+  subtitle: string | null;
+}
+
+type Query = <T>(text: string, values?: unknown[]) => Promise<T[]>;
+
+const totalText = `((total_cents / 100)::text || '.' || lpad((abs(total_cents) % 100)::text, 2, '0'))`;
+
+/**
+ * Interface 4.4 written out in plain SQL, independently of Remit's statements: each type's first
+ * `share` matches (all rows in suggest mode), newest first. The plan does not matter here.
+ */
+const EXPECTED_SEARCH: Record<string, string> = {
+  invoice: `select uid from invoices where organization_uid = $1
+     and ($2::text is null or invoice_number ilike $2 or client_name ilike $2 or ${totalText} ilike $2)
+     order by issue_date desc nulls last, uid desc limit $3`,
+  customer: `select uid from parties where organization_uid = $1 and role = 'client'
+     and ($2::text is null or name ilike $2 or address ilike $2) order by updated_at desc, uid desc limit $3`,
+  task: `select uid from work_tasks where organization_uid = $1
+     and ($2::text is null or title ilike $2 or description ilike $2 or status ilike $2)
+     order by created_at desc, uid desc limit $3`,
+  conversation: `select uid from conversations where organization_uid = $1
+     and ($2::text is null or subject ilike $2 or channel ilike $2 or status ilike $2)
+     order by created_at desc, uid desc limit $3`,
+  document: `select uid from documents where organization_uid = $1
+     and ($2::text is null or filename ilike $2 or document_name ilike $2) order by updated_at desc, uid desc limit $3`,
+  knowledge: `select uid from knowledge_documents where organization_uid = $1 and status <> 'presigned'
+     and ($2::text is null or filename ilike $2) order by created_at desc, uid desc limit $3`,
+};
+
+/** Interface 4.5, the same way. */
+const EXPECTED_CONTEXT: Record<string, string> = {
+  invoices: `select uid from invoices where organization_uid = $1
+     and (invoice_number ilike $2 or (invoice_type = 'ACCOUNTS_RECEIVABLE' and client_name ilike $2)
+          or (invoice_type = 'ACCOUNTS_PAYABLE' and vendor_name ilike $2))
+     order by issue_date desc nulls last, uid desc limit $3`,
+  parties: `select uid from parties where organization_uid = $1 and name ilike $2
+     order by updated_at desc, uid desc limit $3`,
+  messages: `select uid from messages where organization_uid = $1 and (subject ilike $2 or from_email ilike $2)
+     order by created_at desc, uid desc limit $3`,
+};
+
+const TABLE_OF: Record<string, string> = {
+  invoice: 'invoices',
+  customer: 'parties',
+  task: 'work_tasks',
+  conversation: 'conversations',
+  document: 'documents',
+  knowledge: 'knowledge_documents',
+  invoices: 'invoices',
+  parties: 'parties',
+  messages: 'messages',
+};
+
+/** Throws unless none of `uids` is a row of another organization than `organizationUid`. */
+async function assertOwnRows(query: Query, organizationUid: string, byKind: Record<string, string[]>) {
+  for (const [kind, uids] of Object.entries(byKind)) {
+    if (uids.length === 0) continue;
+    const [row] = await query<{ own: number; foreign: number }>(
+      `select count(*) filter (where organization_uid = $1)::int as own,
+              count(*) filter (where organization_uid <> $1)::int as foreign
+         from ${TABLE_OF[kind]} where uid = any($2::uuid[])`,
+      [organizationUid, uids],
+    );
+    if (row?.foreign !== 0 || row.own !== uids.length) {
+      throw new BenchError(
+        `${kind}: ${row?.foreign ?? '?'} of the ${uids.length} answered rows belong to another organization (${row?.own ?? '?'} to this one)`,
+      );
+    }
+  }
+}
+
+/** The same request as the other organization's admin: its answer must share no row with ours. */
+async function assertDisjoint(ctx: RemitContext, request: RequestSpec, uids: string[]) {
+  const other = ctx.search!.other;
+  const response = await fetch(ctx.baseUrl + request.path, {
+    headers: other.auth,
+    signal: AbortSignal.timeout(30_000),
+  });
+  const text = await response.text();
+  if (!response.ok) throw new BenchError(`the other organization's ${request.path}: HTTP ${response.status}`);
+  const shared = uids.filter((uid) => text.includes(uid));
+  if (shared.length > 0) {
+    throw new BenchError(`the other organization's answer holds ${shared.length} of our rows: ${shared[0]}`);
+  }
+}
+
+const sameList = (what: string, got: string[], expected: string[]) => {
+  if (got.length !== expected.length || got.some((uid, i) => uid !== expected[i])) {
+    throw new BenchError(
+      `${what}: answered ${JSON.stringify(got)}, expected ${JSON.stringify(expected)} (interface 4.4/4.5 in plain SQL)`,
+    );
+  }
+};
+
+async function verifySearch(raw: unknown, ctx: RemitContext, q: string | null, request: RequestSpec) {
+  const items = (raw as { data?: { data?: SearchItem[] } }).data?.data;
+  if (!Array.isArray(items)) throw new BenchError(`no data.data in ${JSON.stringify(raw).slice(0, 200)}`);
+  if (items.length === 0) throw new BenchError('the search answered no items');
+  const share = Math.ceil(SEARCH_LIMIT / SEARCH_TYPES.length);
+  const byType: Record<string, string[]> = Object.fromEntries(SEARCH_TYPES.map((t) => [t, []]));
+  for (const item of items) {
+    const list = byType[item.entity_type];
+    if (!list) throw new BenchError(`unknown entity_type ${item.entity_type}`);
+    list.push(item.entity_uid);
+  }
+  if (items.length > SEARCH_LIMIT) throw new BenchError(`${items.length} items, over the limit`);
+  const org = ctx.search!.org.organizationUid;
+  if (ctx.query) {
+    const pattern = q === null ? null : `%${q}%`;
+    for (const type of SEARCH_TYPES) {
+      const expected = await ctx.query<{ uid: string }>(EXPECTED_SEARCH[type]!, [org, pattern, share]);
+      sameList(
+        `${type} items`,
+        byType[type]!,
+        expected.map((r) => r.uid),
+      );
+    }
+    await assertOwnRows(ctx.query, org, byType);
+  } else if (q !== null) {
+    // PGlite (its data directory is the server's): the labels at least must show the match.
+    for (const item of items.filter((i) => i.entity_type === 'invoice' || i.entity_type === 'customer')) {
+      if (!`${item.label} ${item.subtitle ?? ''}`.toLowerCase().includes(q)) {
+        throw new BenchError(
+          `${item.entity_type} ${item.label} (${item.subtitle ?? ''}) does not show "${q}"`,
+        );
+      }
+    }
+  }
+  await assertDisjoint(
+    ctx,
+    request,
+    items.map((i) => i.entity_uid),
+  );
+  return {
+    items: items.length,
+    invoices: byType.invoice!.length,
+    customers: byType.customer!.length,
+    tasks: byType.task!.length,
+    expected_checked: ctx.query ? 'exact (SQL)' : 'labels only',
+  };
+}
+
+async function verifyContext(raw: unknown, ctx: RemitContext, q: string, request: RequestSpec) {
+  const data = (raw as { data?: Record<string, Array<{ uid: string }>> }).data;
+  if (!data?.invoices || !data.parties || !data.messages) {
+    throw new BenchError(`no invoices/parties/messages in ${JSON.stringify(raw).slice(0, 200)}`);
+  }
+  const byKind: Record<string, string[]> = {
+    invoices: data.invoices.map((r) => r.uid),
+    parties: data.parties.map((r) => r.uid),
+    messages: data.messages.map((r) => r.uid),
+  };
+  if (byKind.invoices!.length + byKind.parties!.length === 0) throw new BenchError('no invoices or parties');
+  const org = ctx.search!.org.organizationUid;
+  if (ctx.query) {
+    for (const [kind, sqlText] of Object.entries(EXPECTED_CONTEXT)) {
+      const expected = await ctx.query<{ uid: string }>(sqlText, [org, `%${q}%`, CONTEXT_PER_PAGE]);
+      sameList(
+        kind,
+        byKind[kind]!,
+        expected.map((r) => r.uid),
+      );
+    }
+    await assertOwnRows(ctx.query, org, byKind);
+  }
+  await assertDisjoint(ctx, request, Object.values(byKind).flat());
+  return {
+    invoices: byKind.invoices!.length,
+    parties: byKind.parties!.length,
+    messages: byKind.messages!.length,
+    expected_checked: ctx.query ? 'exact (SQL)' : 'shape only',
+  };
+}
+
+interface SearchQuerySpec {
+  key: string;
+  label: string;
+  /** Target with one client on PostgreSQL: p99 below this. */
+  p99MaxMs?: number;
+  /** Its p50 at the largest size at most this many times its p50 at the smallest. */
+  maxP50Ratio?: number;
+  path: string;
+  verify(body: unknown, ctx: RemitContext, request: RequestSpec): Checked | Promise<Checked>;
+}
+
+export const SEARCH_QUERIES: SearchQuerySpec[] = [
+  {
+    key: 'selective',
+    label: `search q=${SEARCH_RARE} (≈ 0.2 % of rows), all types`,
+    p99MaxMs: 50,
+    maxP50Ratio: 2,
+    path: `/api/search?q=${SEARCH_RARE}&limit=${SEARCH_LIMIT}`,
+    verify: (body, ctx, request) => verifySearch(body, ctx, SEARCH_RARE, request),
+  },
+  {
+    key: 'broad',
+    label: `search q=${SEARCH_COMMON} (most rows), all types`,
+    p99MaxMs: 300,
+    path: `/api/search?q=${SEARCH_COMMON}&limit=${SEARCH_LIMIT}`,
+    verify: (body, ctx, request) => verifySearch(body, ctx, SEARCH_COMMON, request),
+  },
+  {
+    key: 'suggest',
+    label: 'search mode=suggest, all types',
+    path: `/api/search?mode=suggest&limit=${SEARCH_LIMIT}`,
+    verify: (body, ctx, request) => verifySearch(body, ctx, null, request),
+  },
+  {
+    key: 'context',
+    label: `context-search q=${SEARCH_RARE}`,
+    path: `/api/work-tasks/context-search?q=${SEARCH_RARE}`,
+    verify: (body, ctx, request) => verifyContext(body, ctx, SEARCH_RARE, request),
+  },
+];
+
+/** The searches whose statements are planned (EXPLAIN) after the largest PostgreSQL size. */
+export const SEARCH_PLANNED = [
+  { label: 'selective', q: SEARCH_RARE, share: 2, perPage: CONTEXT_PER_PAGE },
+  { label: 'broad', q: SEARCH_COMMON, share: 2, perPage: CONTEXT_PER_PAGE },
+  { label: 'suggest', q: null, share: 2, perPage: CONTEXT_PER_PAGE },
+];
+
+/** Every search query × client count at each size (PostgreSQL) and at the PGlite size. */
+export function searchScenarios(options: {
+  sizes: number[];
+  otherRows: number;
+  pgliteSize: number;
+  pgliteOtherRows: number;
+}): Scenario[] {
+  const runs: Array<{ engine: Engine; size: number; other: number }> = [
+    { engine: 'pglite', size: options.pgliteSize, other: options.pgliteOtherRows },
+    ...[...options.sizes]
+      .sort((a, b) => a - b)
+      .map((size) => ({ engine: 'postgres' as const, size, other: options.otherRows })),
+  ];
+  return runs.flatMap(({ engine, size, other }) =>
+    SEARCH_QUERIES.flatMap((q) =>
+      SEARCH_CLIENTS.map((clients): Scenario => {
+        const request = (ctx: RemitContext): RequestSpec => {
+          if (!ctx.search) throw new BenchError('the search organizations are not set up');
+          return { method: 'GET', path: q.path, headers: ctx.search.org.auth };
+        };
+        const targeted = engine === 'postgres' && clients === 1;
+        return {
+          id: `search-${engine === 'pglite' ? 'pglite-' : ''}${sizeLabel(size)}-${q.key}-c${clients}`,
+          title: q.label,
+          group: 'search',
+          engine,
+          connections: clients,
+          searchDataset: searchDataset(size, other),
+          series: { key: `search-${engine}-${q.key}-c${clients}`, label: q.label, clients },
+          prepare: request,
+          verify: (body, ctx) => q.verify(body, ctx, request(ctx)),
+          ...(targeted && q.p99MaxMs
+            ? { latencyTargets: [{ percentile: 'p99' as const, maxMs: q.p99MaxMs }] }
+            : {}),
+          ...(targeted && q.maxP50Ratio ? { scaling: { maxP50Ratio: q.maxP50Ratio } } : {}),
+        };
+      }),
+    ),
+  );
 }

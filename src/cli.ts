@@ -5,6 +5,11 @@ import { AppError } from './platform/http/errors.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
 import { addUserToOrganization, initOrganization } from './modules/tenancy/tenancy.service.ts';
 import { seedOrganization } from './modules/seed/seed.service.ts';
+import {
+  computePresetValues,
+  installMetricPresets,
+  utcDayOf,
+} from './modules/metrics/metric-presets.service.ts';
 
 const USAGE = `Usage: remit <command> [options]
 
@@ -15,8 +20,12 @@ Commands:
       Add a user (or a new membership for an existing email) with a full-access API key.
   migrate
       Apply database migrations.
-  seed --org ORG_UID [--invoices N] [--parties N] [--ap-ratio 0..1]
-      Deterministic demo and benchmark data: parties, products and N invoices (default 1000).
+  seed --org ORG_UID [--invoices N] [--parties N] [--ap-ratio 0..1] [--tasks N]
+      Deterministic demo and benchmark data: parties, products, N invoices (default 1000), N work tasks.
+  metrics presets --org ORG_UID
+      Install the preset receivables metric definitions (DSO, overdue, aging, CEI); \`init\` does too.
+  metrics compute --org ORG_UID [--date YYYY-MM-DD]
+      Compute the organization's preset metric values as of a UTC day (default today) and store them.
 
 Every command takes --json: one JSON object on stdout and nothing else there.
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/configuration.md).`;
@@ -70,6 +79,8 @@ async function run(argv: string[], out: Output): Promise<void> {
       invoices: { type: 'string' },
       parties: { type: 'string' },
       'ap-ratio': { type: 'string' },
+      tasks: { type: 'string' },
+      date: { type: 'string' },
     },
   });
   const [command, sub] = positionals;
@@ -84,9 +95,15 @@ async function run(argv: string[], out: Output): Promise<void> {
   if (command === 'init') {
     const org = required(values, 'org');
     const email = required(values, 'email');
-    const { result } = await withDatabase('remit init', ({ database }) =>
-      initOrganization(database.db, pepper, { organizationName: org, email, fullName: values.name }),
-    );
+    const { result } = await withDatabase('remit init', async ({ database }) => {
+      const created = await initOrganization(database.db, pepper, {
+        organizationName: org,
+        email,
+        fullName: values.name,
+      });
+      await installMetricPresets(database.db, created.organization_uid);
+      return created;
+    });
     out.result(
       result,
       `Organization ${result.organization_uid}\nAdmin user   ${result.user_uid}\nAPI key      ${result.api_key}\n\nKeep the key: it is shown only once.`,
@@ -135,12 +152,41 @@ async function run(argv: string[], out: Output): Promise<void> {
     );
     const apRatio = values['ap-ratio'] === undefined ? 0.5 : Number(values['ap-ratio']);
     if (!(apRatio >= 0 && apRatio <= 1)) throw new UsageError('--ap-ratio must be between 0 and 1');
+    const tasks = wholeNumber(values.tasks, 'tasks', 0);
     const { result } = await withDatabase('remit seed', ({ database }) =>
-      seedOrganization(database.db, { organizationUid: org, invoices, parties, apRatio }),
+      seedOrganization(database.db, { organizationUid: org, invoices, parties, apRatio, tasks }),
     );
     out.result(
       result as unknown as Record<string, unknown>,
-      `Seeded ${result.invoices} invoices (${result.payable} payable, ${result.receivable} receivable), ${result.parties} parties, ${result.products} products in ${result.seconds} s`,
+      `Seeded ${result.invoices} invoices (${result.payable} payable, ${result.receivable} receivable), ${result.parties} parties, ${result.products} products, ${result.tasks} work tasks in ${result.seconds} s`,
+    );
+    return;
+  }
+  if (command === 'metrics' && (sub === 'presets' || sub === 'compute')) {
+    const org = required(values, 'org');
+    if (!UUID.test(org)) throw new UsageError('--org must be an organization uid (a UUID)');
+    if (sub === 'presets') {
+      const { result } = await withDatabase('remit metrics presets', ({ database }) =>
+        installMetricPresets(database.db, org),
+      );
+      out.result(
+        result as unknown as Record<string, unknown>,
+        `Installed ${result.installed.length} preset metrics (${result.already_installed.length} already there` +
+          `${result.conflicts.length > 0 ? `; skipped, uid taken: ${result.conflicts.join(', ')}` : ''})`,
+      );
+      return;
+    }
+    const date = values.date ?? utcDayOf(new Date());
+    const parsed = new Date(`${date}T00:00:00Z`);
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || Number.isNaN(parsed.getTime()) || utcDayOf(parsed) !== date)
+      throw new UsageError('--date must be a date, YYYY-MM-DD');
+    const { result } = await withDatabase('remit metrics compute', ({ database }) =>
+      computePresetValues(database.db, org, date),
+    );
+    out.result(
+      result as unknown as Record<string, unknown>,
+      `Wrote ${result.values_written} preset metric values for ${result.metric_date}` +
+        `${result.skipped.length > 0 ? ` (${result.skipped.length} without a value)` : ''}`,
     );
     return;
   }

@@ -1,7 +1,8 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Checked, Engine, ReferenceKind } from '../scenarios.ts';
+import type { Checked, Engine, ReferenceKind, SearchDataset } from '../scenarios.ts';
 import type { PlanCapture } from './explain.ts';
+import type { SearchPlanCapture } from './search-explain.ts';
 import type { Figures, HttpMethod } from './load.ts';
 
 export interface MeasuredBase {
@@ -43,6 +44,8 @@ export interface ScenarioResult extends MeasuredBase {
   connections: number;
   /** The seeded dataset it ran on (payable invoices of the bench organization), if any. */
   dataset: { invoices: number } | null;
+  /** The search scenarios' dataset (the searched organization and the other one), if any. */
+  search_dataset: SearchDataset | null;
   series: { key: string; label: string; clients: number } | null;
   /** What the first answer showed (e.g. `total_items`, checked against the rows). */
   checked: Checked | null;
@@ -51,6 +54,19 @@ export interface ScenarioResult extends MeasuredBase {
   ratios: { bare: number | null; one_read: number | null };
   targets: TargetResult[];
   latency_targets: LatencyTargetResult[];
+}
+
+/** One `remit seed` of the search scenarios' organizations. */
+export interface SearchSeedStep {
+  organization: 'searched' | 'other';
+  invoices: number;
+  parties: number;
+  tasks: number;
+  /** Wall time of `remit seed`, and the time it reported itself. */
+  seconds: number;
+  remit_seconds: number;
+  /** Whether the Remit server kept running beside it (null: seeded before it started, PGlite). */
+  server_running: boolean | null;
 }
 
 /** A series' p50 at its largest dataset ÷ at its smallest. */
@@ -97,8 +113,11 @@ export interface MachineInfo {
 }
 
 export interface BenchResults {
-  /** 2: scenarios with connections, datasets, latency targets; seeding, scaling and plans. */
-  format: 2;
+  /**
+   * 2: scenarios with connections, datasets, latency targets; seeding, scaling and plans.
+   * 3: adds the search scenarios (`search_dataset`, `search_seeding`, `search_plans`, search sizes).
+   */
+  format: 3;
   started_at: string;
   finished_at: string;
   git: { commit: string | null; dirty: boolean | null };
@@ -120,6 +139,12 @@ export interface BenchResults {
     remit_env: Record<string, string>;
     /** Dataset sizes of the invoice scenarios (BENCH_INVOICE_SIZES). */
     invoice_sizes: number[];
+    /** Invoices of the searched organization (BENCH_SEARCH_SIZES; PGlite: BENCH_SEARCH_PGLITE_SIZE). */
+    search_sizes: number[];
+    /** Rows of the other organization (BENCH_SEARCH_OTHER_ROWS, BENCH_SEARCH_PGLITE_OTHER_ROWS). */
+    search_other_rows: number;
+    search_pglite_size: number;
+    search_pglite_other_rows: number;
   };
   references: ReferenceResult[];
   scenarios: ScenarioResult[];
@@ -127,6 +152,9 @@ export interface BenchResults {
   scaling: ScalingResult[];
   /** EXPLAIN (ANALYZE, BUFFERS) of the invoice statements at the largest size. */
   invoice_plans: PlanCapture | null;
+  search_seeding: SearchSeedStep[];
+  /** EXPLAIN (ANALYZE, BUFFERS) of the search statements at the largest PostgreSQL size. */
+  search_plans: SearchPlanCapture | null;
   ok: boolean;
 }
 
@@ -199,7 +227,7 @@ export function renderTable(results: BenchResults): string {
     { title: 'vs 1-read', right: true, cell: (l) => (l.ratios ? percent(l.ratios.one_read) : '') },
     ...cpuColumns<Line>(),
   ];
-  const plain = results.scenarios.filter((s) => !s.dataset);
+  const plain = results.scenarios.filter((s) => !s.dataset && !s.search_dataset);
   const measured: Array<{ label: string; m: MeasuredBase; ratios: Ratios }> = [
     ...results.references.map((m) => ({ label: 'reference', m, ratios: null })),
     ...plain.map((m) => ({ label: 'scenario', m, ratios: m.references ? m.ratios : null })),
@@ -229,6 +257,7 @@ export function renderTable(results: BenchResults): string {
     ...mainTable,
     ...(mainTable.length > 0 ? [''] : []),
     ...invoiceSection(results),
+    ...searchSection(results),
     'srv / pg / gen cpu: CPU time of the server / of the bench database’s PostgreSQL backends / of the load',
     'generator (this process) ÷ wall time; others: every other use of the cores (other processes, interrupts);',
     'cores busy: each core overall (cpu0 / cpu1), whoever used it.',
@@ -321,6 +350,103 @@ function invoiceSection(results: BenchResults): string[] {
   ];
 }
 
+/** The search scenarios: one line per run (PGlite, then PostgreSQL by size), then the p50 / p99 curve. */
+function searchSection(results: BenchResults): string[] {
+  const runs = results.scenarios.filter((s) => s.search_dataset);
+  if (runs.length === 0) return [];
+  type Line = { s: ScenarioResult; f: Figures };
+  const columns: Column<Line>[] = [
+    { title: 'engine', right: false, cell: (l) => l.s.engine ?? '-' },
+    { title: 'invoices', right: true, cell: (l) => number(l.s.search_dataset!.invoices) },
+    { title: 'name', right: false, cell: (l) => l.s.title },
+    { title: 'clients', right: true, cell: (l) => String(l.s.connections) },
+    { title: 'req/s', right: true, cell: (l) => number(l.f.requests_per_s) },
+    { title: 'p50 ms', right: true, cell: (l) => number(l.f.latency_ms.p50, 2) },
+    { title: 'p99 ms', right: true, cell: (l) => number(l.f.latency_ms.p99, 2) },
+    {
+      title: 'p99 target',
+      right: false,
+      cell: (l) =>
+        l.s.latency_targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} < ${t.max_ms}`).join(', ') || '',
+    },
+    { title: 'non-2xx', right: true, cell: (l) => number(l.f.status.non2xx) },
+    { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
+    {
+      title: 'items',
+      right: true,
+      cell: (l) => {
+        const c = l.s.checked ?? {};
+        return typeof c.items === 'number'
+          ? `${c.items} (${c.invoices}/${c.customers}/${c.tasks})`
+          : typeof c.invoices === 'number'
+            ? `${c.invoices}/${c.parties}/${c.messages}`
+            : '';
+      },
+    },
+    ...cpuColumns<Line>(),
+  ];
+  const lines = table(
+    columns,
+    runs.map((s) =>
+      s.figures
+        ? { line: { s, f: s.figures } }
+        : {
+            failed: [
+              s.engine ?? '-',
+              number(s.search_dataset!.invoices).padStart(9),
+              s.title,
+              String(s.connections),
+              `FAILED: ${s.error ?? 'no figures'}`,
+            ],
+          },
+    ),
+  );
+  const postgres = runs.filter((s) => s.engine === 'postgres');
+  const sizes = [...new Set(postgres.map((s) => s.search_dataset!.invoices))].sort((a, b) => a - b);
+  const series = [...new Set(postgres.map((s) => s.series?.key ?? s.id))];
+  type CurveLine = { label: string; cells: string[] };
+  const curve =
+    sizes.length < 2
+      ? []
+      : table(
+          [
+            { title: 'PostgreSQL p50 / p99 ms', right: false, cell: (l: CurveLine) => l.label },
+            ...sizes.map((size, i) => ({
+              title: number(size),
+              right: true,
+              cell: (l: CurveLine) => l.cells[i]!,
+            })),
+          ],
+          series.map((key) => {
+            const of = postgres.filter((s) => (s.series?.key ?? s.id) === key);
+            const first = of[0]!;
+            return {
+              line: {
+                label: `${first.title}, ${first.connections} client${first.connections === 1 ? '' : 's'}`,
+                cells: sizes.map((size) => {
+                  const f = of.find((s) => s.search_dataset!.invoices === size)?.figures;
+                  return f ? `${f.latency_ms.p50.toFixed(2)} / ${f.latency_ms.p99.toFixed(2)}` : '–';
+                }),
+              },
+            };
+          }),
+        );
+  const seeding = results.search_seeding.map(
+    (step) =>
+      `  ${step.organization} organization to ${number(step.invoices)} invoices, ${number(step.parties)} parties, ${number(step.tasks)} tasks: remit seed took ${step.seconds.toFixed(1)} s${step.server_running === null ? ' (before the server started)' : step.server_running ? ' (server running beside it)' : ''}`,
+  );
+  return [
+    'Search (the searched organization: receivable invoices, parties and tasks; another organization beside it;',
+    'items = answered items (invoices/customers/tasks), or invoices/parties/messages for the context search):',
+    ...seeding,
+    '',
+    ...lines,
+    '',
+    ...curve,
+    ...(curve.length > 0 ? [''] : []),
+  ];
+}
+
 function targetLines(results: BenchResults): string[] {
   const targets: string[] = [];
   for (const s of results.scenarios) {
@@ -332,7 +458,11 @@ function targetLines(results: BenchResults): string[] {
   }
   for (const s of results.scenarios) {
     for (const t of s.latency_targets) {
-      const where = s.dataset ? `, ${number(s.dataset.invoices)} invoices` : '';
+      const where = s.dataset
+        ? `, ${number(s.dataset.invoices)} invoices`
+        : s.search_dataset
+          ? ` on ${s.engine}, ${number(s.search_dataset.invoices)} invoices`
+          : '';
       targets.push(
         `  ${t.pass ? 'PASS' : 'FAIL'}  ${s.title}, ${s.connections} client${s.connections === 1 ? '' : 's'}${where}: ${t.percentile} ${t.value_ms === null ? '–' : `${t.value_ms.toFixed(2)} ms`} (target < ${t.max_ms} ms)`,
       );
@@ -369,8 +499,9 @@ function contentionWarning(results: BenchResults): string[] {
   if (suspect.length === 0) return [];
   const name = (m: MeasuredBase) => {
     const s = m as Partial<ScenarioResult>;
-    const size = s.dataset ? ` @${number(s.dataset.invoices)}` : '';
-    const clients = s.dataset ? ` ×${s.connections}` : '';
+    const sized = s.dataset ?? s.search_dataset;
+    const size = sized ? ` @${number(sized.invoices)}` : '';
+    const clients = sized ? ` ×${s.connections}` : '';
     return `${m.title}${m.engine && !s.dataset ? ` on ${m.engine}` : ''}${size}${clients} (others ${m.figures?.cpu.others_percent ?? '?'}%)`;
   };
   return [

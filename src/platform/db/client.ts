@@ -50,6 +50,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       statement_timeout: options.statementTimeoutMs,
+      // JIT compilation costs 20–80 ms on the short, index-bound statements the API runs (search at 1M
+      // rows: docs/performance.md) and never pays back here.
+      options: '-c jit=off',
       // A request never waits forever for a connection either.
       connectionTimeoutMillis: 10_000,
     });
