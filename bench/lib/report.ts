@@ -211,6 +211,21 @@ const cpuColumns = <L extends { f: Figures }>(): Column<L>[] => [
   },
 ];
 
+/** What every scenario table shows of one run: clients, throughput, latency, its p99 targets, failures. */
+const loadColumns = <L extends { s: ScenarioResult; f: Figures }>(): Column<L>[] => [
+  { title: 'clients', right: true, cell: (l) => String(l.s.connections) },
+  { title: 'req/s', right: true, cell: (l) => number(l.f.requests_per_s) },
+  { title: 'p50 ms', right: true, cell: (l) => number(l.f.latency_ms.p50, 2) },
+  { title: 'p99 ms', right: true, cell: (l) => number(l.f.latency_ms.p99, 2) },
+  {
+    title: 'p99 target',
+    right: false,
+    cell: (l) => l.s.latency_targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} < ${t.max_ms}`).join(', ') || '',
+  },
+  { title: 'non-2xx', right: true, cell: (l) => number(l.f.status.non2xx) },
+  { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
+];
+
 export function renderTable(results: BenchResults): string {
   type Ratios = { bare: number | null; one_read: number | null } | null;
   type Line = { label: string; m: MeasuredBase; f: Figures; ratios: Ratios };
@@ -276,18 +291,7 @@ function invoiceSection(results: BenchResults): string[] {
   const columns: Column<Line>[] = [
     { title: 'invoices', right: true, cell: (l) => number(l.s.dataset!.invoices) },
     { title: 'name', right: false, cell: (l) => l.s.title },
-    { title: 'clients', right: true, cell: (l) => String(l.s.connections) },
-    { title: 'req/s', right: true, cell: (l) => number(l.f.requests_per_s) },
-    { title: 'p50 ms', right: true, cell: (l) => number(l.f.latency_ms.p50, 2) },
-    { title: 'p99 ms', right: true, cell: (l) => number(l.f.latency_ms.p99, 2) },
-    {
-      title: 'p99 target',
-      right: false,
-      cell: (l) =>
-        l.s.latency_targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} < ${t.max_ms}`).join(', ') || '',
-    },
-    { title: 'non-2xx', right: true, cell: (l) => number(l.f.status.non2xx) },
-    { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
+    ...loadColumns<Line>(),
     {
       title: 'total_items',
       right: true,
@@ -359,18 +363,7 @@ function searchSection(results: BenchResults): string[] {
     { title: 'engine', right: false, cell: (l) => l.s.engine ?? '-' },
     { title: 'invoices', right: true, cell: (l) => number(l.s.search_dataset!.invoices) },
     { title: 'name', right: false, cell: (l) => l.s.title },
-    { title: 'clients', right: true, cell: (l) => String(l.s.connections) },
-    { title: 'req/s', right: true, cell: (l) => number(l.f.requests_per_s) },
-    { title: 'p50 ms', right: true, cell: (l) => number(l.f.latency_ms.p50, 2) },
-    { title: 'p99 ms', right: true, cell: (l) => number(l.f.latency_ms.p99, 2) },
-    {
-      title: 'p99 target',
-      right: false,
-      cell: (l) =>
-        l.s.latency_targets.map((t) => `${t.pass ? 'PASS' : 'FAIL'} < ${t.max_ms}`).join(', ') || '',
-    },
-    { title: 'non-2xx', right: true, cell: (l) => number(l.f.status.non2xx) },
-    { title: 'errors', right: true, cell: (l) => number(l.f.errors) },
+    ...loadColumns<Line>(),
     {
       title: 'items',
       right: true,
