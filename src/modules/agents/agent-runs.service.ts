@@ -2,8 +2,8 @@ import type { Config } from '../../config.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { can, contextFor, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { AppError, notFound } from '../../platform/http/errors.ts';
-import { offsetOf, pageRequest } from '../../platform/http/pagination.ts';
+import { AppError, badParameter, notFound } from '../../platform/http/errors.ts';
+import { offsetOf, pageRequest, parseSort } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import type { TextGenerator, TokenUsage as GeneratorUsage } from '../../platform/llm/text-generator.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
@@ -105,10 +105,6 @@ export function toRunItem(row: RunRow, fields: readonly RunAttribute[] = DEFAULT
 const DEFAULT_FIELDS = RUN_ATTRIBUTES.filter((f) => f !== 'token_usage');
 export type RunItem = ReturnType<typeof toRunItem>;
 
-function badParameter(field: string, message: string): AppError {
-  return new AppError('invalid_parameter', message, [{ field, message }]);
-}
-
 function sparseFields(ctx: RequestContext, value: string | undefined): readonly RunAttribute[] {
   if (value === undefined || value.trim() === '') return DEFAULT_FIELDS;
   const fields = value.split(',').map((f) => f.trim());
@@ -141,7 +137,7 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
     contextFor(ctx.principal, ctx.requestId, agent.organizationUid),
     query['fields[agent-runs]'],
   );
-  const raw = (query.sort ?? '-started_on').replace(/^ /, '+');
+  const sort = parseSort<runsRepo.RunSortField>(query.sort, '-started_on');
   const page = pageRequest(query, 10);
   const { rows, total, groups } = await runsRepo.listActivities(
     db,
@@ -159,8 +155,7 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
       hasCompleted: query.has_completed,
     },
     {
-      field: raw.replace(/^[+-]/, '') as runsRepo.RunSortField,
-      descending: raw.startsWith('-'),
+      ...sort,
       groupByTrigger: query.group_by === 'trigger',
     },
     page.perPage,

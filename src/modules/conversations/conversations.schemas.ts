@@ -1,9 +1,15 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Envelope, Nullable, PageMeta, Uuid, pageQuery } from '../../platform/http/schemas.ts';
+import {
+  DateTime,
+  Envelope,
+  literals,
+  Nullable,
+  PageMeta,
+  Uuid,
+  pageQuery,
+} from '../../platform/http/schemas.ts';
 import { EmailAddress } from '../email/email-accounts.schemas.ts';
 import { CONVERSATION_CHANNELS, CONVERSATION_STATUSES } from './conversations.tables.ts';
-
-const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 
 export const Message = Type.Object(
   {

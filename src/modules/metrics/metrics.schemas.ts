@@ -1,5 +1,13 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Envelope, Nullable, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
+import {
+  DateTime,
+  Envelope,
+  literals,
+  Nullable,
+  PageMeta,
+  pageQuery,
+  Uuid,
+} from '../../platform/http/schemas.ts';
 import {
   METRIC_CONTEXT_TYPES,
   METRIC_PERIODS,
@@ -7,8 +15,6 @@ import {
   METRIC_TIME_UNITS,
   METRIC_VALUE_TYPES,
 } from './metrics.tables.ts';
-
-const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 
 /** snake_case: lower-case letters and digits in words joined by single underscores, starting with a letter. */
 export const METRIC_UID_PATTERN = '^[a-z][a-z0-9]*(_[a-z0-9]+)*$';

@@ -1,7 +1,7 @@
 import type { Db } from '../../platform/db/client.ts';
 import { containsPattern } from '../../platform/db/text-search.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
-import { AppError } from '../../platform/http/errors.ts';
+import { badParameter } from '../../platform/http/errors.ts';
 import { formatMoney } from '../email/email-tokens.ts';
 import { interleave, shareOf } from './round-robin.ts';
 import * as repo from './search.repository.ts';
@@ -13,16 +13,13 @@ import {
   type SearchType,
 } from './search.schemas.ts';
 
-const bad = (field: string, message: string) =>
-  new AppError('invalid_parameter', message, [{ field, message }]);
-
 export function parseTypes(value: string | undefined): SearchType[] {
   if (value === undefined || value.trim() === '') return [...SEARCH_TYPES];
   const types: SearchType[] = [];
   for (const raw of value.split(',')) {
     const type = raw.trim();
     if (!(SEARCH_TYPES as readonly string[]).includes(type))
-      throw bad('types', `Unknown type "${type}"; types are ${SEARCH_TYPES.join(', ')}`);
+      throw badParameter('types', `Unknown type "${type}"; types are ${SEARCH_TYPES.join(', ')}`);
     if (!types.includes(type as SearchType)) types.push(type as SearchType);
   }
   return types;
@@ -89,7 +86,7 @@ export async function search(db: Db, ctx: RequestContext, query: SearchQueryT): 
   let pattern: string | null = null;
   if (mode === 'search') {
     const q = (query.q ?? '').trim();
-    if (q.length < 2) throw bad('q', 'q needs at least 2 characters in search mode');
+    if (q.length < 2) throw badParameter('q', 'q needs at least 2 characters in search mode');
     pattern = containsPattern(q);
   }
   const share = shareOf(limit, types.length);
@@ -102,7 +99,7 @@ export async function search(db: Db, ctx: RequestContext, query: SearchQueryT): 
 /** `GET /api/work-tasks/context-search` (interface 4.5): what a task's `context_entities` can link. */
 export async function contextSearch(db: Db, ctx: RequestContext, query: ContextSearchQueryT) {
   const q = query.q.trim();
-  if (q.length < 2) throw bad('q', 'q needs at least 2 characters');
+  if (q.length < 2) throw badParameter('q', 'q needs at least 2 characters');
   const pattern = containsPattern(q);
   const limit = query.per_page ?? 10;
   const wants = (type: 'invoice' | 'party' | 'message') => !query.entity_type || query.entity_type === type;

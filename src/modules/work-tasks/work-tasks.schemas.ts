@@ -1,8 +1,15 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Envelope, Nullable, PageMeta, Uuid, pageQuery } from '../../platform/http/schemas.ts';
+import {
+  DateTime,
+  Envelope,
+  literals,
+  Nullable,
+  PageMeta,
+  Uuid,
+  pageQuery,
+} from '../../platform/http/schemas.ts';
 import { TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
 
-const literals = <T extends readonly string[]>(values: T) => Type.Union(values.map((v) => Type.Literal(v)));
 export const TaskStatus = literals(TASK_STATUSES);
 export const TaskPriority = literals(TASK_PRIORITIES);
 export const TaskType = literals(TASK_TYPES);

@@ -2,7 +2,7 @@ import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed, type FieldError } from '../../platform/http/errors.ts';
-import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, type AgentRow } from '../agents/agents.repository.ts';
 import { requestRun, runBlocker } from '../agents/agent-runs.service.ts';
 import * as repo from './work-tasks.repository.ts';
@@ -478,16 +478,6 @@ function commaList<T extends string>(
         { field, message: `must be a comma-separated list of ${allowed.join(', ')}` },
       ]);
   return items as T[];
-}
-
-export function parseSort<F extends string>(
-  sort: string | undefined,
-  fallback: string,
-): { field: F; descending: boolean } {
-  // A `+` in a query string arrives as a space.
-  const raw = (sort ?? fallback).replace(/^ /, '+');
-  const descending = raw.startsWith('-');
-  return { field: raw.replace(/^[+-]/, '') as F, descending };
 }
 
 export async function listTasks(db: Db, ctx: RequestContext, query: ListTasksQueryT, page: PageRequest) {

@@ -49,3 +49,15 @@ export function pageLinks(
     prev: meta.page > 1 ? at(Math.min(meta.page - 1, Math.max(meta.total_pages, 1))) : null,
   };
 }
+
+/**
+ * A `sort` parameter of the form `[+|-]field` (interface 4.3). A `+` in a query string arrives as a
+ * space, so a leading space means ascending too; the field itself is validated by the route's schema.
+ */
+export function parseSort<F extends string>(
+  sort: string | undefined,
+  fallback: string,
+): { field: F; descending: boolean } {
+  const raw = (sort ?? fallback).replace(/^ /, '+');
+  return { field: raw.replace(/^[+-]/, '') as F, descending: raw.startsWith('-') };
+}

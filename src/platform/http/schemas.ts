@@ -3,6 +3,9 @@ import { Type, type Static, type TSchema } from 'typebox';
 export const Uuid = Type.String({ format: 'uuid' });
 export const DateTime = Type.String({ format: 'date-time' });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/** One of a closed list of strings (an enum written as literals, as OpenAPI shows them). */
+export const literals = <T extends readonly string[]>(values: T) =>
+  Type.Union(values.map((v) => Type.Literal(v)));
 
 export const FieldErrorSchema = Type.Object({ field: Type.String(), message: Type.String() });
 
