@@ -5,8 +5,7 @@ import type { AppDeps } from '../../platform/http/types.ts';
 import { raiseApproval, viewTask, type TaskView } from '../work-tasks/work-tasks.service.ts';
 import type { RaiseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
 import { findAgent } from './agents.repository.ts';
-import { agentRuns } from './agents.tables.ts';
-import { and, eq } from 'drizzle-orm';
+import { findRun } from './agent-runs.repository.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import { notify } from './notifications.service.ts';
 
@@ -25,17 +24,8 @@ export async function raiseAgentApproval(
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     if (body.run_uid) {
-      const [run] = await tx
-        .select({ uid: agentRuns.uid })
-        .from(agentRuns)
-        .where(
-          and(
-            eq(agentRuns.organizationUid, agent.organizationUid),
-            eq(agentRuns.agentUid, agent.uid),
-            eq(agentRuns.uid, body.run_uid),
-          ),
-        );
-      if (!run) throw validationFailed('run_uid', 'No run of this agent has that uid');
+      const run = await findRun(tx, [agent.organizationUid], body.run_uid);
+      if (run?.agentUid !== agent.uid) throw validationFailed('run_uid', 'No run of this agent has that uid');
     }
     if (typeof body.trigger.type !== 'string' || body.trigger.type.length === 0)
       throw validationFailed('trigger.type', 'trigger needs a type (the event that started the agent)');

@@ -85,7 +85,7 @@ export async function findInvoices(db: DbOrTx, organizationUid: string, uids: st
   return db
     .select(columns)
     .from(invoices)
-    .where(and(eq(invoices.organizationUid, organizationUid), inArray(invoices.uid, uids), sql`true`));
+    .where(and(eq(invoices.organizationUid, organizationUid), inArray(invoices.uid, uids)));
 }
 
 /** When a reminder about this invoice was last sent or scheduled (drafts in context of the invoice). */
