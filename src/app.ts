@@ -1,13 +1,18 @@
 import crypto from 'node:crypto';
-import Fastify, { LogController, type FastifySchemaCompiler, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
-import { registerErrorHandling } from './platform/http/error-handler.ts';
+import {
+  clientErrorHandler,
+  frameworkErrorHandler,
+  registerErrorHandling,
+} from './platform/http/error-handler.ts';
+import { applyQueryRules, BODY_LIMITS } from './platform/http/route-rules.ts';
+import { schemaCompiler } from './platform/http/validation.ts';
+import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { App, AppDeps } from './platform/http/types.ts';
@@ -40,29 +45,13 @@ type ValidatorFactory = NonNullable<
   NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
 >;
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
 }
 
-/**
- * Two validators: URL parts (query, params, headers) arrive as text and are coerced to their declared
- * types; bodies are JSON and are validated as sent, so `"1"` is not an integer there.
- */
-function validators() {
-  const common = { allErrors: false, useDefaults: true, removeAdditional: false, strict: false } as const;
-  const url = addFormats(new Ajv({ ...common, coerceTypes: 'array' }));
-  const body = addFormats(new Ajv({ ...common, coerceTypes: false }));
-  for (const ajv of [url, body]) ajv.addKeyword({ keyword: 'x-examples' });
-  return { url, body };
-}
-
 /** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
-  const ajv = validators();
-  const compileValidator: FastifySchemaCompiler<object> = ({ schema, httpPart }) =>
-    httpPart === 'body' ? ajv.body.compile(schema) : ajv.url.compile(schema);
+  const compileValidator = schemaCompiler();
   const app = Fastify({
     // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
     // (app.register) builds its validators from the server options, and would otherwise fall back to
@@ -74,7 +63,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       },
     },
     logger: options.logger ?? loggerOptions(deps.config.logLevel),
-    bodyLimit: deps.config.bodyLimitBytes,
+    bodyLimit: BODY_LIMITS.DEFAULT,
+    frameworkErrors: frameworkErrorHandler,
+    clientErrorHandler,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
@@ -89,6 +80,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const routeList: { method: string; url: string }[] = [];
   app.decorate('routeList', routeList);
   app.addHook('onRoute', (route) => {
+    applyQueryRules(route);
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
       routeList.push({ method: String(method), url: route.url });
     }
@@ -118,6 +110,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   registerErrorHandling(app);
   app.addSchema(ErrorBody);
+  // JSON routes take JSON only: Fastify's default text/plain parser would hand a string to a route that
+  // expects an object (answered 422 "must be object" instead of 415).
+  app.removeContentTypeParser('text/plain');
 
   await app.register(swagger, {
     openapi: {
@@ -155,6 +150,20 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     onAuthenticated: (principal) => lastUsed.mark(principal.apiKeyUid),
   });
   await app.register(idempotencyPlugin, { db: deps.database.db });
+  // `organization_uid` is accepted on every route (applyQueryRules); naming an organization the caller
+  // is not a member of is refused the same way everywhere, also where the route does not use it.
+  app.addHook('preHandler', (request, _reply, done) => {
+    const explicit = (request.query as { organization_uid?: string } | undefined)?.organization_uid;
+    if (explicit && request.principal) {
+      try {
+        resolveMembership(request.principal, explicit);
+      } catch (error) {
+        done(error as Error);
+        return;
+      }
+    }
+    done();
+  });
 
   await systemRoutes(app, deps);
   await meRoutes(app);

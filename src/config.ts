@@ -24,7 +24,6 @@ export interface Config {
   /** Public base address used in links the service hands out (pagination links, download URLs). */
   publicBaseUrl: string;
   allowPrivateNetworkTargets: boolean;
-  bodyLimitBytes: number;
   /** How long a billing partner has to answer an invoice sync (CONTRACT §6: 5 s). */
   billingTimeoutMs: number;
   /** Object storage (CONTRACT §6): the embedded store under `dataDir`, or any S3 API. */
@@ -187,7 +186,6 @@ export function loadConfig(env: Env = process.env): Config {
     runWorkers: boolean(env, 'RUN_WORKERS', true),
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
-    bodyLimitBytes: 1024 * 1024,
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
     objectStorage: objectStorage(env),
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),

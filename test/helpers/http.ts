@@ -60,6 +60,10 @@ export function expectErrorBody(result: CallResult, status: number, code?: strin
   if (typeof b?.code !== 'string' || !/^[a-z][a-z0-9_]*$/.test(b.code))
     problems.push('code is not snake_case');
   if (code && b?.code !== code) problems.push(`code ${String(b?.code)} != ${code}`);
+  // A replayed response (Idempotency-Key) carries the first request's id, named by Original-Request.
+  const requestId = result.headers['original-request'] ?? result.headers['x-request-id'];
+  if (typeof b?.request_id !== 'string' || b.request_id !== requestId)
+    problems.push('request_id is not the X-Request-Id (or Original-Request) header');
   if (JSON.stringify(b ?? {}).match(/\bat .+\.(ts|js):\d+/)) problems.push('stack trace leaked');
   if (problems.length > 0)
     throw new Error(`Unexpected error response (${problems.join(', ')}): ${result.raw}`);
@@ -68,6 +72,7 @@ export function expectErrorBody(result: CallResult, status: number, code?: strin
     status_code: number;
     message: string;
     code: string;
+    request_id: string;
     errors?: { field: string; message: string }[];
   };
 }

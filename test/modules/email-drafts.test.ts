@@ -299,7 +299,7 @@ describe('attachments', () => {
       data_base64: b64('x'),
     }));
     expectErrorBody(await save(p.orgA.admin.key, { from_account_id: account.uid, attachments: eleven }), 422);
-    const overHalf = b64(Buffer.alloc(5.5 * 1024 * 1024, 1));
+    const overHalf = b64(Buffer.alloc(5.1 * 1024 * 1024, 1));
     const tooBig = await save(p.orgA.admin.key, {
       from_account_id: account.uid,
       attachments: [

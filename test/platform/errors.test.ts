@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { Type } from 'typebox';
@@ -79,14 +80,22 @@ describe('the one error body', () => {
   it('has exactly status, status_code, message, code (errors only for validation)', async () => {
     const res = await get('/api/api-keys');
     const body = expectErrorBody(res, 401, 'unauthorized');
-    expect(Object.keys(body).sort()).toEqual(['code', 'message', 'status', 'status_code']);
+    expect(Object.keys(body).sort()).toEqual(['code', 'message', 'request_id', 'status', 'status_code']);
+    expect(body.request_id).toBe(res.headers['x-request-id']);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
   });
 
   it('validation errors add errors[] of {field, message} and nothing else', async () => {
     const res = await get('/api/api-keys?per_page=0', p.orgA.admin.key);
     const body = expectErrorBody(res, 400, 'invalid_parameter');
-    expect(Object.keys(body).sort()).toEqual(['code', 'errors', 'message', 'status', 'status_code']);
+    expect(Object.keys(body).sort()).toEqual([
+      'code',
+      'errors',
+      'message',
+      'request_id',
+      'status',
+      'status_code',
+    ]);
     for (const e of body.errors!) expect(Object.keys(e).sort()).toEqual(['field', 'message']);
   });
 });
@@ -101,13 +110,24 @@ describe('unknown routes', () => {
     expectErrorBody(await call(t.app, 'POST', '/nope', { body: { a: 1 } }), 404, 'route_not_found');
   });
 
-  it('404 for an unknown method on a known path', async () => {
+  it('405 method_not_allowed with Allow for an unknown method on a known path', async () => {
     for (const method of ['PUT', 'PATCH']) {
       for (const key of [undefined, p.orgA.admin.key]) {
-        expectErrorBody(await call(t.app, method, '/api/api-keys', { key }), 404, 'route_not_found');
+        const res = await call(t.app, method, '/api/api-keys', { key });
+        expectErrorBody(res, 405, 'method_not_allowed');
+        expect(res.headers.allow).toBe('GET, HEAD, POST');
       }
     }
-    expectErrorBody(await call(t.app, 'POST', '/api/me', { key: p.orgA.admin.key }), 404);
+    const me = await call(t.app, 'POST', '/api/me', { key: p.orgA.admin.key });
+    expectErrorBody(me, 405, 'method_not_allowed');
+    expect(me.headers.allow).toBe('GET, HEAD');
+    // A path parameter in the pattern matches any value; a path no route has stays 404.
+    const del = await call(t.app, 'DELETE', `/api/invoices/${crypto.randomUUID()}`, {
+      key: p.orgA.admin.key,
+    });
+    expectErrorBody(del, 405, 'method_not_allowed');
+    expect(del.headers.allow).toBe('GET, HEAD, PUT');
+    expectErrorBody(await call(t.app, 'DELETE', '/api/invoices/x/y/z'), 404, 'route_not_found');
   });
 
   it('the query string is not echoed into the message', async () => {
@@ -134,11 +154,11 @@ describe('malformed requests', () => {
     expectErrorBody(await post('name=x', 'application/x-www-form-urlencoded'), 415, 'unsupported_media_type');
   });
 
-  it('413 payload_too_large for a body over 1 MB', async () => {
-    const big = JSON.stringify({ name: 'x', padding: 'a'.repeat(1024 * 1024) });
-    expectErrorBody(await post(big), 413, 'payload_too_large');
-    const justUnder = JSON.stringify({ name: 'x'.repeat(300), pad: 'a'.repeat(1024 * 1024 - 400) });
-    expect(Buffer.byteLength(justUnder)).toBeLessThan(1024 * 1024);
+  it('413 payload_too_large for a body over the route limit (64 KiB by default), naming it', async () => {
+    const big = JSON.stringify({ name: 'x', padding: 'a'.repeat(64 * 1024) });
+    expect(expectErrorBody(await post(big), 413, 'payload_too_large').message).toContain('64 KiB');
+    const justUnder = JSON.stringify({ name: 'x'.repeat(300), pad: 'a'.repeat(64 * 1024 - 400) });
+    expect(Buffer.byteLength(justUnder)).toBeLessThan(64 * 1024);
     // Under the limit the body is read and validated (name too long / unknown field), not refused.
     expect((await post(justUnder)).status).toBe(422);
   });
@@ -219,7 +239,7 @@ describe('5xx never leak internals', () => {
     for (const url of ['/api/test-boom', '/api/test-boom-sync']) {
       const res = await get(url);
       const body = expectErrorBody(res, 500, 'internal_error');
-      expect(Object.keys(body).sort()).toEqual(['code', 'message', 'status', 'status_code']);
+      expect(Object.keys(body).sort()).toEqual(['code', 'message', 'request_id', 'status', 'status_code']);
       expectNoLeak(res);
       expect(res.headers['x-request-id']).toEqual(expect.any(String));
     }

@@ -271,7 +271,7 @@ describe('scope of an Idempotency-Key', () => {
     const body = { name: 'Spelling' };
     const first = await createKey(body, k);
     const before = await keyCount();
-    for (const url of ['/api/api-keys/', '/api/api-keys?x=1']) {
+    for (const url of ['/api/api-keys/', `/api/api-keys?organization_uid=${p.orgA.uid}`]) {
       const res = await call(t.app, 'POST', url, {
         key: p.orgA.admin.key,
         body,

@@ -1,4 +1,5 @@
 import { createChatClient } from '../../platform/chat/chat.ts';
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
@@ -33,6 +34,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         body: CreateAgentBody,
         response: { 201: AgentEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'agents:write' },
     },
     async (request, reply) => {
@@ -91,6 +93,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         body: PatchAgentBody,
         response: { 200: AgentEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'agents:write' },
     },
     async (request) =>
@@ -110,6 +113,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         body: RaiseApprovalBody,
         response: { 201: WorkTaskEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'work_tasks:write' },
     },
     async (request, reply) => {

@@ -1,4 +1,5 @@
 import { envelope } from '../../platform/http/envelope.ts';
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
@@ -93,6 +94,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
         body: CreateMessageBody,
         response: { 201: MessageEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.MESSAGE,
       config: { scope: 'email:write' },
     },
     async (request, reply) => {
@@ -115,6 +117,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
         body: InboundEmailBody,
         response: { 201: InboundEmailEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.MESSAGE,
       config: { scope: 'email:write' },
     },
     async (request, reply) => {

@@ -4,9 +4,15 @@ import { DRAFT_STATUSES } from './email-drafts.tables.ts';
 import { EmailAddress } from './email-accounts.schemas.ts';
 
 export const MAX_ATTACHMENTS = 10;
+/** The decoded size of all of a draft's attachments together. */
 export const MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024;
-/** Room for 10 MB of attachments in base64 (4/3 of it) plus the rest of the draft. */
-export const DRAFT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+export const MAX_BODY_TEXT_CHARS = 200_000;
+export const MAX_BODY_HTML_CHARS = 500_000;
+/**
+ * The route's body limit: 10 MB of attachments in base64 (4/3 of it) plus 1 MiB for the text, the HTML
+ * and the addresses. A draft with no attachments is refused long before that by the field limits.
+ */
+export const DRAFT_BODY_LIMIT_BYTES = Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4 + 1024 * 1024;
 
 const Addresses = Type.Array(EmailAddress, { maxItems: 100 });
 const SingleLine = (maxLength: number) => Type.String({ maxLength, pattern: '^[^\\r\\n]*$' });
@@ -35,8 +41,8 @@ export const SaveDraftBody = Type.Object({
   cc: Type.Optional(Addresses),
   bcc: Type.Optional(Addresses),
   subject: Type.Optional(SingleLine(998)),
-  body_text: Type.Optional(Type.String({ maxLength: 1_000_000 })),
-  body_html: Type.Optional(Type.String({ maxLength: 2_000_000 })),
+  body_text: Type.Optional(Type.String({ maxLength: MAX_BODY_TEXT_CHARS })),
+  body_html: Type.Optional(Type.String({ maxLength: MAX_BODY_HTML_CHARS })),
   attachments: Type.Optional(
     Type.Array(AttachmentInput, {
       maxItems: MAX_ATTACHMENTS,

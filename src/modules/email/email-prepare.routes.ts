@@ -1,4 +1,5 @@
 import { Type } from 'typebox';
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
@@ -42,6 +43,7 @@ export async function emailPrepareRoutes(
         body: PrepareEmailBody,
         response: { 200: Type.Ref('PreparedEmail'), ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'email:write' },
     },
     async (request) => (await prepareEmail(db, generator, request.tenant(), request.body)).email,

@@ -4,6 +4,7 @@ import { envelope } from '../../platform/http/envelope.ts';
 import { AppError } from '../../platform/http/errors.ts';
 import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
+import { assertUrlParts } from '../../platform/http/validation.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import { readUploadFormAsBody, releaseSpooledFiles } from '../../platform/storage/multipart-upload.ts';
 import {
@@ -17,8 +18,6 @@ import {
 } from './attachments.schemas.ts';
 import * as service from './attachments.service.ts';
 import { InvoiceParams } from './invoices.schemas.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const BOOLEAN_TEXT: Record<string, boolean> = {
   true: true,
@@ -48,12 +47,8 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
    * the idempotency hash (the file part is represented by its digest of name, type and bytes).
    */
   const readUploadForm = async (request: FastifyRequest) => {
+    assertUrlParts(request);
     const { uid } = request.params as { uid: string };
-    if (!UUID.test(uid)) {
-      throw new AppError('invalid_parameter', 'Invalid params parameter: uid must match format "uuid"', [
-        { field: 'uid', message: 'must match format "uuid"' },
-      ]);
-    }
     await service.assertInvoiceVisible(attachmentDeps(request), request.tenant(), uid);
     await readUploadFormAsBody(request, { maxFileBytes: MAX_ATTACHMENT_BYTES, maxFiles: 1 }, (body) => {
       const isPublic = body.is_public;

@@ -1,4 +1,5 @@
 import { envelope } from '../../platform/http/envelope.ts';
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import {
@@ -47,6 +48,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: CreateInvoiceBody,
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: write,
     },
     async (request, reply) => {
@@ -86,6 +88,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: UpdateInvoiceBody,
         response: { 200: InvoiceEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: write,
     },
     async (request) =>
@@ -111,6 +114,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: LineItemsBody,
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: write,
     },
     async (request) => {
@@ -136,6 +140,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: LineItemsUpdateBody,
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: write,
     },
     async (request) => {

@@ -1,4 +1,5 @@
 import { envelope } from '../../platform/http/envelope.ts';
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
@@ -27,6 +28,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         body: CreateTaskBody,
         response: { 201: WorkTaskEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'work_tasks:write' },
     },
     async (request, reply) => {
@@ -83,6 +85,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         body: PatchTaskBody,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
+      bodyLimit: BODY_LIMITS.LARGE,
       config: { scope: 'work_tasks:write' },
     },
     async (request) => {

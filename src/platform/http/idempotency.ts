@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { rawQuery, type Db } from '../db/client.ts';
+import { isUnsafeText, UNSAFE_TEXT_MESSAGE } from './text-safety.ts';
 import { AppError } from './errors.ts';
 
 declare module 'fastify' {
@@ -81,6 +82,11 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
         { field: 'Idempotency-Key', message: 'must be 1 to 255 characters' },
       ]);
     }
+    if (isUnsafeText(header)) {
+      throw new AppError('invalid_parameter', `Idempotency-Key ${UNSAFE_TEXT_MESSAGE}`, [
+        { field: 'Idempotency-Key', message: UNSAFE_TEXT_MESSAGE },
+      ]);
+    }
     const c: IdempotencyClaim = {
       organizationUid: request.principal.apiKeyOrganizationUid,
       apiKeyUid: request.principal.apiKeyUid,
@@ -122,6 +128,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
         );
       }
       reply.header('Idempotent-Replayed', 'true');
+      // A replayed error body carries the first request's id; say so, as Stripe's Original-Request does.
+      const original = /"request_id":"([\w.:-]{1,128})"/.exec(row.response_body ?? '');
+      if (original) reply.header('Original-Request', original[1]);
       if (row.response_content_type) reply.header('content-type', row.response_content_type);
       return reply.code(row.response_status ?? 200).send(row.response_body ?? '');
     }

@@ -1,3 +1,12 @@
+import { badParameter } from './errors.ts';
+
+/**
+ * The largest `page` any list accepts. With at most 100 items a page the deepest OFFSET is 9,999,900:
+ * a safe integer, and a scan PostgreSQL finishes within the statement timeout on the lists' indexes.
+ * Past it, narrow the list with its filters or sort the other way (docs/errors.md).
+ */
+export const MAX_PAGE = 100_000;
+
 export interface PageRequest {
   page: number;
   perPage: number;
@@ -14,7 +23,13 @@ export function pageRequest(
   query: { page?: number | undefined; per_page?: number | undefined },
   defaultPerPage: number,
 ): PageRequest {
-  return { page: query.page ?? 1, perPage: query.per_page ?? defaultPerPage };
+  const page = query.page ?? 1;
+  // The route schemas bound `page` already (applyQueryRules); this keeps an OFFSET sane for callers
+  // that build a page request themselves.
+  if (!Number.isSafeInteger(page) || page < 1 || page > MAX_PAGE) {
+    throw badParameter('page', `must be an integer from 1 to ${MAX_PAGE}`);
+  }
+  return { page, perPage: query.per_page ?? defaultPerPage };
 }
 
 export function offsetOf(page: PageRequest): number {

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema } from 'typebox';
+import { MAX_PAGE } from './pagination.ts';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const DateTime = Type.String({ format: 'date-time' });
@@ -16,6 +17,9 @@ export const ErrorBody = Type.Object(
     status_code: Type.Integer(),
     message: Type.String(),
     code: Type.String({ description: 'snake_case error code; see docs/errors.md' }),
+    request_id: Type.String({
+      description: 'the X-Request-Id of the request; quote it when reporting a problem',
+    }),
     errors: Type.Optional(Type.Array(FieldErrorSchema)),
   },
   { $id: 'ErrorBody', title: 'ErrorBody' },
@@ -64,7 +68,7 @@ export const PageLinks = Type.Object({
 });
 
 export const pageQuery = (defaultPerPage: number, maxPerPage = 100) => ({
-  page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_PAGE, default: 1 })),
   per_page: Type.Optional(Type.Integer({ minimum: 1, maximum: maxPerPage, default: defaultPerPage })),
 });
 

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { Transform } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import type { FastifyRequest } from 'fastify';
+import { assertUrlParts } from '../http/validation.ts';
 import { AppError } from '../http/errors.ts';
 
 /**
@@ -198,6 +199,7 @@ export async function readUploadFormAsBody(
   options: ReadFormOptions,
   adjust: (body: Record<string, unknown>) => void = () => undefined,
 ): Promise<void> {
+  assertUrlParts(request);
   const form = await readMultipartForm(request, options);
   request.spooledFiles = form.files;
   if (form.fields.has('file')) {
