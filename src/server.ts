@@ -15,15 +15,23 @@ async function main() {
     process.stderr.write(`job queue error: ${String(error)}\n`);
   };
   const jobs = await Jobs.start(database, { onError: (error) => onJobError(error) });
+  let logRateLimitStore = (state: string, reason?: unknown): void => {
+    process.stderr.write(`rate-limit store ${state}: ${String(reason ?? '')}\n`);
+  };
   const rateLimiter = createRateLimiter({
     redisUrl: config.redisUrl,
     max: config.rateLimitMax,
     windowS: config.rateLimitWindowS,
+    onStateChange: (state, reason) => logRateLimitStore(state, reason),
   });
   const objectStorage = await createObjectStorage(config);
   const deps = { config, database, jobs, rateLimiter, objectStorage };
   const app = await buildApp(deps);
   onJobError = (error) => app.log.error({ err: error }, 'job queue error');
+  logRateLimitStore = (state, reason) =>
+    state === 'degraded'
+      ? app.log.warn({ err: reason }, 'Redis unavailable: rate limits counted in memory per instance')
+      : app.log.info('Redis answers again: rate limits counted in Redis');
   await registerJobs(deps, app.log);
   if (config.runWorkers) await jobs.startWorkers();
 

@@ -149,25 +149,29 @@ describe('per API key over HTTP (memory store, 3 per 60 s)', () => {
     }
   });
 
-  it('a rate-limit store that is down does not take the API down', async () => {
-    // Nothing listens on port 1: every hit fails; requests are allowed (fail open), without RateLimit
-    // headers, and promptly: a hit must not wait out the Redis client's reconnect back-off.
-    const broken = new RedisRateLimiter(
-      'redis://127.0.0.1:1',
-      3,
-      60_000,
-      `remit:test:${crypto.randomUUID()}:`,
-    );
+  it('a rate-limit store that is down does not take the API down: memory limits, with headers', async () => {
+    // Nothing listens on port 1: the limiter falls back to counting in memory, so the limit still holds
+    // (per instance), every answer keeps its RateLimit headers, and no request waits on Redis.
+    const changes: string[] = [];
+    const broken = new RedisRateLimiter('redis://127.0.0.1:1', 3, 60_000, {
+      prefix: `remit:test:${crypto.randomUUID()}:`,
+      onStateChange: (state) => changes.push(state),
+    });
     const other = await secondInstance(t, broken);
     try {
       const key = await freshKey(t, p);
+      const statuses: number[] = [];
       for (let i = 0; i < 6; i++) {
         const started = Date.now();
         const res = await call(other.app, 'GET', '/api/me', { key });
-        expect(res.status).toBe(200);
-        expect(res.headers['ratelimit-limit']).toBeUndefined();
+        statuses.push(res.status);
+        expect(limits(res).limit).toBe(3);
         expect(Date.now() - started, `request ${i + 1}`).toBeLessThan(1000);
       }
+      expect(statuses).toEqual([200, 200, 200, 429, 429, 429]);
+      expect(broken.store).toBe('memory');
+      // The change of state is reported once, not once per request.
+      expect(changes).toEqual(['degraded']);
     } finally {
       await other.close();
     }
@@ -211,8 +215,8 @@ describe.skipIf(!REDIS_URL)('Redis store shared by two instances', () => {
   let b: { app: App; close(): Promise<void> };
   beforeAll(async () => {
     // Two instances over the same database, each with its own client of the same Redis.
-    a = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, prefix));
-    b = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, prefix));
+    a = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }));
+    b = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }));
   });
   afterAll(async () => {
     await a?.close();
@@ -269,7 +273,7 @@ describe.skipIf(!REDIS_URL)('RedisRateLimiter', () => {
   let redis: Redis;
   const limiters: RedisRateLimiter[] = [];
   const make = (limit: number, windowMs: number) => {
-    const l = new RedisRateLimiter(REDIS_URL!, limit, windowMs, prefix);
+    const l = new RedisRateLimiter(REDIS_URL!, limit, windowMs, { prefix });
     limiters.push(l);
     return l;
   };

@@ -67,54 +67,122 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {count, ttl}
 `;
 
-/** The longest a Redis hit may hold a request before it is allowed without counting. */
-const HIT_TIMEOUT_MS = 500;
+export interface RedisLimiterOptions {
+  prefix?: string;
+  /** The longest a Redis hit may hold a request before the in-memory limiter answers instead. */
+  commandTimeoutMs?: number;
+  /** How long Redis is left alone after a failure before a background PING checks it again. */
+  retryAfterMs?: number;
+  /** Called once per change: 'degraded' when Redis fails, 'healthy' when it answers again. */
+  onStateChange?: (state: 'degraded' | 'healthy', reason?: unknown) => void;
+}
 
+/**
+ * Counts in Redis (shared by every instance), behind a circuit breaker. When Redis fails or does not
+ * answer within `commandTimeoutMs`, the circuit opens and this instance counts in memory instead: the
+ * limit still holds per instance, the `RateLimit-*` headers stay, and no request waits on Redis again
+ * until a background PING finds it answering. (A frozen Redis used to hold every request for 500 ms, and
+ * a stopped one let every request through without headers.)
+ */
 export class RedisRateLimiter implements RateLimiter {
   private readonly redis: Redis;
+  private readonly fallback: MemoryRateLimiter;
+  private readonly prefix: string;
+  private readonly commandTimeoutMs: number;
+  private readonly retryAfterMs: number;
+  private readonly onStateChange: NonNullable<RedisLimiterOptions['onStateChange']>;
+  private openedAt: number | null = null;
+  private probing = false;
 
   constructor(
     url: string,
     private readonly limit: number,
     private readonly windowMs: number,
-    private readonly prefix = 'remit:rl:',
+    options: RedisLimiterOptions = {},
   ) {
+    this.prefix = options.prefix ?? 'remit:rl:';
+    this.commandTimeoutMs = options.commandTimeoutMs ?? 100;
+    this.retryAfterMs = options.retryAfterMs ?? 5000;
+    this.onStateChange = options.onStateChange ?? (() => undefined);
+    this.fallback = new MemoryRateLimiter(limit, windowMs);
+    // No ioredis `commandTimeout`: it also times out the connection handshake, which broke the connection
+    // when start-up blocked the event loop. Each hit is raced against its own timer instead.
     this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
     this.redis.defineCommand('remitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
     // Connection errors surface on the commands that need them; don't crash on the event.
     this.redis.on('error', () => undefined);
   }
 
-  /**
-   * Fails fast when Redis is unreachable, and auth.ts then lets the request through (fail open). A hit
-   * used to wait in ioredis's offline queue for the next reconnect attempt, whose back-off grows to 5 s:
-   * while Redis was down every request stalled for seconds. (Not ioredis's `commandTimeout`: that also
-   * times out the connection handshake, which breaks the connection when start-up blocks the event loop.)
-   */
+  /** 'redis' while the circuit is closed, 'memory' while Redis is being bypassed. */
+  get store(): 'redis' | 'memory' {
+    return this.openedAt === null ? 'redis' : 'memory';
+  }
+
   async hit(key: string): Promise<RateLimitDecision> {
-    if (this.redis.status === 'reconnecting' || this.redis.status === 'close') {
-      throw new Error('Redis rate-limit store is not connected');
+    // While the first connection is being made, the command waits in ioredis's queue (bounded by the
+    // timeout); once a connection was lost, nothing is sent until a PING finds Redis again.
+    const status = this.redis.status;
+    if (this.openedAt === null && (status === 'reconnecting' || status === 'close' || status === 'end')) {
+      this.trip(new Error(`Redis is ${status}`));
+    }
+    if (this.openedAt !== null) {
+      this.probe();
+      return this.fallback.hit(key);
     }
     const runner = this.redis as unknown as {
       remitHit(key: string, windowMs: number): Promise<[number, number]>;
     };
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error('Redis rate-limit store did not answer in time')),
-        HIT_TIMEOUT_MS,
-      );
-    });
     try {
-      const [count, ttl] = await Promise.race([runner.remitHit(this.prefix + key, this.windowMs), timeout]);
+      const [count, ttl] = await this.withTimeout(runner.remitHit(this.prefix + key, this.windowMs));
       return decision(this.limit, count, ttl);
-    } finally {
-      clearTimeout(timer);
+    } catch (error) {
+      this.trip(error);
+      return this.fallback.hit(key);
     }
   }
 
+  private withTimeout<T>(promise: Promise<T>): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`Redis did not answer within ${this.commandTimeoutMs} ms`)),
+        this.commandTimeoutMs,
+      );
+    });
+    // A late answer (or failure) of the losing command must not surface as an unhandled rejection.
+    promise.catch(() => undefined);
+    return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+  }
+
+  private trip(reason: unknown): void {
+    const wasClosed = this.openedAt === null;
+    this.openedAt = Date.now();
+    if (wasClosed) this.onStateChange('degraded', reason);
+  }
+
+  /** At most one PING at a time, and only once the retry delay has passed; requests never wait on it. */
+  private probe(): void {
+    if (this.probing || this.openedAt === null || Date.now() - this.openedAt < this.retryAfterMs) return;
+    if (this.redis.status !== 'ready') return;
+    this.probing = true;
+    this.withTimeout(this.redis.ping())
+      .then(
+        () => {
+          this.openedAt = null;
+          this.onStateChange('healthy');
+        },
+        () => {
+          this.openedAt = Date.now();
+        },
+      )
+      .finally(() => {
+        this.probing = false;
+      });
+  }
+
   async close(): Promise<void> {
-    await this.redis.quit().catch(() => undefined);
+    await this.fallback.close();
+    this.redis.disconnect();
   }
 }
 
@@ -122,8 +190,11 @@ export function createRateLimiter(options: {
   redisUrl?: string | undefined;
   max: number;
   windowS: number;
+  onStateChange?: RedisLimiterOptions['onStateChange'];
 }): RateLimiter {
   return options.redisUrl
-    ? new RedisRateLimiter(options.redisUrl, options.max, options.windowS * 1000)
+    ? new RedisRateLimiter(options.redisUrl, options.max, options.windowS * 1000, {
+        onStateChange: options.onStateChange,
+      })
     : new MemoryRateLimiter(options.max, options.windowS * 1000);
 }
