@@ -37,18 +37,24 @@ export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
  * (a failing migration leaves the database exactly as it was), on either engine. An advisory lock makes concurrent starters (several API or worker processes) wait
  * for one another instead of racing.
  */
-export async function migrate(database: Database): Promise<string[]> {
+export async function migrate(database: Database, dir = MIGRATIONS_DIR): Promise<string[]> {
   const { db } = database;
   const applied: string[] = [];
   await db.transaction(async (tx) => {
+    // Migrations are not normal traffic: no statement timeout (an index build on a large table may take
+    // minutes), but a bounded wait for table locks, so a migration blocked by a long transaction fails
+    // with a clear error instead of queueing every request behind it. The advisory lock is taken first,
+    // without a lock timeout: a second starter waits for the first to finish.
+    await tx.execute(sql`set local statement_timeout = 0`);
     await tx.execute(sql`select pg_advisory_xact_lock(727274)`);
+    await tx.execute(sql`set local lock_timeout = '10s'`);
     await tx.execute(sql`create table if not exists remit_migrations (
       tag text primary key,
       applied_at timestamptz not null default now()
     )`);
     const done = await tx.execute(sql`select tag from remit_migrations`);
     const doneTags = new Set((done as { rows: { tag: string }[] }).rows.map((r) => r.tag));
-    for (const migration of readMigrations()) {
+    for (const migration of readMigrations(dir)) {
       if (doneTags.has(migration.tag)) continue;
       for (const statement of migration.statements) await tx.execute(sql.raw(statement));
       await tx.execute(sql`insert into remit_migrations (tag) values (${migration.tag})`);
