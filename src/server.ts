@@ -1,6 +1,7 @@
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
+import { withSchemaLock } from './platform/db/schema-lock.ts';
 import { Jobs } from './platform/jobs/jobs.ts';
 import { registerJobs } from './platform/jobs/registry.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
@@ -14,7 +15,11 @@ async function main() {
   let onJobError = (error: unknown): void => {
     process.stderr.write(`job queue error: ${String(error)}\n`);
   };
-  const jobs = await Jobs.start(database, { onError: (error) => onJobError(error) });
+  // Several processes may start together on a fresh database: the job queue's set-up takes turns with
+  // them and with migrations (docs/operations.md).
+  const jobs = await withSchemaLock(database, () =>
+    Jobs.start(database, { onError: (error) => onJobError(error) }),
+  );
   let logRateLimitStore = (state: string, reason?: unknown): void => {
     process.stderr.write(`rate-limit store ${state}: ${String(reason ?? '')}\n`);
   };
@@ -32,7 +37,7 @@ async function main() {
     state === 'degraded'
       ? app.log.warn({ err: reason }, 'Redis unavailable: rate limits counted in memory per instance')
       : app.log.info('Redis answers again: rate limits counted in Redis');
-  await registerJobs(deps, app.log);
+  await withSchemaLock(database, () => registerJobs(deps, app.log));
   if (config.runWorkers) await jobs.startWorkers();
 
   let closing = false;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import type { Database } from './client.ts';
+import { SCHEMA_LOCK_KEY } from './schema-lock.ts';
 
 export const MIGRATIONS_DIR = path.resolve(
   path.dirname(fileURLToPath(import.meta.url)),
@@ -46,7 +47,7 @@ export async function migrate(database: Database, dir = MIGRATIONS_DIR): Promise
     // with a clear error instead of queueing every request behind it. The advisory lock is taken first,
     // without a lock timeout: a second starter waits for the first to finish.
     await tx.execute(sql`set local statement_timeout = 0`);
-    await tx.execute(sql`select pg_advisory_xact_lock(727274)`);
+    await tx.execute(sql`select pg_advisory_xact_lock(${SCHEMA_LOCK_KEY})`);
     await tx.execute(sql`set local lock_timeout = '10s'`);
     await tx.execute(sql`create table if not exists remit_migrations (
       tag text primary key,
