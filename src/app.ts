@@ -72,6 +72,12 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     },
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
     return503OnClosing: false,
+    // Behind a reverse proxy, per-address limits must use the client's address (X-Forwarded-For), but
+    // only from proxies the operator named: otherwise any client could pick its own bucket.
+    trustProxy:
+      typeof deps.config.trustProxy === 'number'
+        ? ((hops: number) => (_address: string, hop: number) => hop < hops)(deps.config.trustProxy)
+        : deps.config.trustProxy,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();

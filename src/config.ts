@@ -32,6 +32,13 @@ export interface Config {
   presignedUrlExpiresS: number;
   /** Operator SMTP server (`smtp://` or `smtps://`, trusted); unset: email goes to `DATA_DIR/outbox`. */
   smtpUrl: string | undefined;
+  /** Every `smtp://` server (operator's or an account's) must upgrade with STARTTLS, else nothing is sent. */
+  smtpRequireTls: boolean;
+  /**
+   * Fastify's `trustProxy`: false (default, the connection's address is the client's), true (trust every
+   * proxy), a hop count, or a list of proxy addresses/CIDRs whose `X-Forwarded-For` is believed.
+   */
+  trustProxy: boolean | number | string[];
   /** Text generation for email inference mode (CONTRACT §6): built-in composer, or an OpenAI-compatible API. */
   llm: LlmConfig;
   /** Chat notifications (CONTRACT §6): recorded only, or also posted through the Slack Web API. */
@@ -168,6 +175,22 @@ function smtpUrl(env: Env): string | undefined {
   return url;
 }
 
+function trustProxy(env: Env): boolean | number | string[] {
+  const raw = optional(env, 'TRUST_PROXY');
+  if (raw === undefined) return false;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const lower = raw.toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(lower)) return true;
+  if (['0', 'false', 'no', 'off'].includes(lower)) return false;
+  const list = raw.split(',').map((a) => a.trim()).filter(Boolean);
+  for (const entry of list) {
+    if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) {
+      throw new ConfigError(`TRUST_PROXY must be true, false, a hop count or addresses/CIDRs, got "${entry}"`);
+    }
+  }
+  return list;
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = optional(env, 'HOST') ?? '127.0.0.1';
@@ -190,6 +213,8 @@ export function loadConfig(env: Env = process.env): Config {
     objectStorage: objectStorage(env),
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
+    smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
+    trustProxy: trustProxy(env),
     llm: llm(env),
     chat: chat(env),
   };

@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import { Redis } from 'ioredis';
 import { generateApiKey } from '../../src/modules/api-keys/api-key-format.ts';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
+import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import {
   createRateLimiter,
@@ -341,5 +342,64 @@ describe.skipIf(!REDIS_URL)('RedisRateLimiter', () => {
     const ttl = await redis.pttl(`${prefix}stuck`);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60_000);
+  });
+});
+
+describe('TRUST_PROXY: which address a failed request is counted against', () => {
+  const attempt = (app: App, forwardedFor: string, remoteAddress = '127.0.0.1') =>
+    app.inject({
+      method: 'GET',
+      url: '/api/me',
+      remoteAddress,
+      headers: { authorization: `Bearer ${generateApiKey()}`, 'x-forwarded-for': forwardedFor },
+    });
+
+  const instanceWith = async (env: Record<string, string>) => {
+    const config = loadConfig({ RATE_LIMIT_MAX: '2', RATE_LIMIT_WINDOW_S: '60', ...env });
+    const app = await buildApp(
+      { ...t.deps, config, rateLimiter: new MemoryRateLimiter(2, 60_000) },
+      { logger: false },
+    );
+    await app.ready();
+    return app;
+  };
+
+  it('off (default): X-Forwarded-For is ignored, so clients behind one proxy share its bucket', async () => {
+    const app = await instanceWith({});
+    try {
+      expect((await attempt(app, '203.0.113.1')).statusCode).toBe(401);
+      expect((await attempt(app, '203.0.113.1')).statusCode).toBe(401);
+      // Another client "behind" the same address: the address's bucket is spent.
+      expect((await attempt(app, '203.0.113.2')).statusCode).toBe(429);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('set to the proxy: each client has its own bucket; a header from an untrusted peer is not believed', async () => {
+    const app = await instanceWith({ TRUST_PROXY: '127.0.0.1' });
+    try {
+      expect((await attempt(app, '203.0.113.1')).statusCode).toBe(401);
+      expect((await attempt(app, '203.0.113.1')).statusCode).toBe(401);
+      expect((await attempt(app, '203.0.113.1')).statusCode).toBe(429);
+      expect((await attempt(app, '203.0.113.2')).statusCode).toBe(401);
+      // A peer that is not the proxy cannot choose its bucket by sending the header.
+      expect((await attempt(app, '203.0.113.9', '198.51.100.7')).statusCode).toBe(401);
+      expect((await attempt(app, '203.0.113.10', '198.51.100.7')).statusCode).toBe(401);
+      expect((await attempt(app, '203.0.113.11', '198.51.100.7')).statusCode).toBe(429);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('configuration: true, a hop count or addresses/CIDRs; anything else is refused', () => {
+    expect(loadConfig({}).trustProxy).toBe(false);
+    expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+    expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, 127.0.0.1' }).trustProxy).toEqual([
+      '10.0.0.0/8',
+      '127.0.0.1',
+    ]);
+    expect(() => loadConfig({ TRUST_PROXY: 'my proxy' })).toThrow(/TRUST_PROXY/);
   });
 });

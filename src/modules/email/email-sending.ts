@@ -60,6 +60,7 @@ export function mailersFromConfig(config: Config): Mailers {
     smtpUrl: config.smtpUrl,
     outboxDir: path.join(config.dataDir, 'outbox'),
     allowPrivateNetworkTargets: config.allowPrivateNetworkTargets,
+    requireTls: config.smtpRequireTls,
   };
   return {
     forAccount: (smtpUrl) => mailerFor(smtpUrl, settings),

@@ -144,3 +144,49 @@ describe('SmtpMailer: a lost connection before the message was complete is "not 
     expect((error as MailerError).outcome).toBe('not_sent');
   });
 });
+
+describe('SMTP_REQUIRE_TLS', () => {
+  let server: SMTPServer;
+  let port: number;
+  const received: string[] = [];
+  beforeAll(async () => {
+    // A server that does not offer STARTTLS: without the setting, mail goes to it in clear text.
+    server = new SMTPServer({
+      authOptional: true,
+      disabledCommands: ['STARTTLS'],
+      logger: false,
+      onData: (stream, _session, callback) => {
+        stream.on('data', (chunk: Buffer) => received.push(chunk.toString()));
+        stream.on('end', () => callback());
+      },
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    port = (server.server.address() as AddressInfo).port;
+  });
+  afterAll(async () => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const settings = (requireTls: boolean) => ({
+    smtpUrl: `smtp://127.0.0.1:${port}`,
+    outboxDir: os.tmpdir(),
+    allowPrivateNetworkTargets: true,
+    requireTls,
+  });
+
+  it('off: a server without STARTTLS still gets the message', async () => {
+    await mailerFor(null, settings(false)).send(mail({ subject: 'clear' }));
+    expect(received.join('')).toContain('Subject: clear');
+  });
+
+  it('on: nothing is sent to a server that cannot upgrade; the error says why (operator and account servers)', async () => {
+    received.length = 0;
+    for (const account of [null, `smtp://127.0.0.1:${port}`]) {
+      const error = await mailerFor(account, settings(true))
+        .send(mail())
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(MailerError);
+      expect((error as MailerError).outcome).toBe('not_sent');
+      expect((error as MailerError).message).toMatch(/STARTTLS|TLS/);
+    }
+    expect(received).toEqual([]);
+  });
+});

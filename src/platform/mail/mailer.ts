@@ -164,6 +164,11 @@ export class OutboxMailer implements Mailer {
 export interface SmtpTarget {
   url: string;
   /**
+   * SMTP_REQUIRE_TLS: an `smtp://` server must upgrade with STARTTLS, else nothing is sent (without it,
+   * STARTTLS is used when offered, and a server that does not offer it gets the message in clear text).
+   */
+  requireTls?: boolean;
+  /**
    * For an address an organization configured (an account's `smtp_url`, unless
    * ALLOW_PRIVATE_NETWORK_TARGETS): its host must not be a loopback, private, link-local or metadata
    * address, checked on the address actually connected to. The operator's `SMTP_URL` is trusted.
@@ -284,6 +289,7 @@ export class SmtpMailer implements Mailer {
       host,
       port: parsed.port,
       secure: parsed.secure,
+      ...(this.target.requireTls && !parsed.secure ? { requireTLS: true } : {}),
       ...(host !== parsed.host ? { servername: parsed.host } : {}),
       connectionTimeout: this.timeouts.connectionMs,
       greetingTimeout: this.timeouts.greetingMs,
@@ -352,16 +358,23 @@ export class SmtpMailer implements Mailer {
 /** The mailer for an account: its own SMTP server, else the operator's `SMTP_URL`, else the outbox. */
 export function mailerFor(
   accountSmtpUrl: string | null | undefined,
-  settings: { smtpUrl: string | undefined; outboxDir: string; allowPrivateNetworkTargets: boolean },
+  settings: {
+    smtpUrl: string | undefined;
+    outboxDir: string;
+    allowPrivateNetworkTargets: boolean;
+    requireTls?: boolean;
+  },
 ): Mailer {
+  const requireTls = settings.requireTls ?? false;
   if (accountSmtpUrl) {
     return new SmtpMailer({
       url: accountSmtpUrl,
       refusePrivateAddresses: !settings.allowPrivateNetworkTargets,
+      requireTls,
     });
   }
   if (settings.smtpUrl) {
-    return new SmtpMailer({ url: settings.smtpUrl, refusePrivateAddresses: false });
+    return new SmtpMailer({ url: settings.smtpUrl, refusePrivateAddresses: false, requireTls });
   }
   return new OutboxMailer(settings.outboxDir);
 }
