@@ -35,6 +35,13 @@ export interface Config {
   /** Every `smtp://` server (operator's or an account's) must upgrade with STARTTLS, else nothing is sent. */
   smtpRequireTls: boolean;
   /**
+   * Seconds a `sending` attempt is presumed alive; after that a sweep finds out what happened to it.
+   * Longer than the SMTP timeouts (120 s in all), so a live send is never taken over.
+   */
+  emailSendLeaseS: number;
+  /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
+  shutdownGraceS: number;
+  /**
    * Fastify's `trustProxy`: false (default, the connection's address is the client's), true (trust every
    * proxy), a hop count, or a list of proxy addresses/CIDRs whose `X-Forwarded-For` is believed.
    */
@@ -214,6 +221,8 @@ export function loadConfig(env: Env = process.env): Config {
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
+    emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 150, 86_400),
+    shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
     trustProxy: trustProxy(env),
     llm: llm(env),
     chat: chat(env),

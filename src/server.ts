@@ -45,14 +45,17 @@ async function main() {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
+    const graceMs = config.shutdownGraceS * 1000;
     const force = setTimeout(() => {
       app.log.error('shutdown took too long; exiting');
       process.exit(1);
-    }, 30_000);
+    }, graceMs + 15_000);
     force.unref();
     try {
+      // No new jobs from here on (no new sends); running ones, such as an SMTP send, get the grace.
+      const jobsStopped = jobs.stop(graceMs);
       await app.close(); // stops accepting, waits for in-flight requests
-      await jobs.stop(); // lets running jobs finish
+      await jobsStopped;
       await rateLimiter.close();
       await objectStorage.close();
       await opened.close(); // closes the database and releases the data directory

@@ -19,6 +19,7 @@ import {
   type EmailSendingDeps,
 } from '../../src/modules/email/email-sending.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
+import { PGBOSS_SCHEMA } from '../../src/platform/jobs/jobs.ts';
 import { OutboxMailer, outboxFileName } from '../../src/platform/mail/mailer.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { FakeSmtp } from '../helpers/fake-smtp.ts';
@@ -426,5 +427,52 @@ describe('the sweep (every minute)', () => {
     expect((await settled(dead)).status).toBe('sent');
     expect((await getDraft(future.uid)).status).toBe('draft');
     expect(await sweepEmailDrafts({ db: t.db, jobs: t.deps.jobs })).toEqual({ enqueued: 0 });
+  });
+
+  it("a dead worker's attempt is taken up once its lease ran out, although its job still shows active", async () => {
+    // kill -9 during a send leaves the draft 'sending' and its job 'active' until the queue's own
+    // expiry (15 min); the lease (EMAIL_SEND_LEASE_S) is what decides.
+    const dead = await deadAttempt(outboxAccount.uid, 'outbox', `<active-${tag()}@acme.test>`);
+    const jobId = await t.db.transaction((tx) => t.deps.jobs.enqueue(tx, EMAIL_SEND_QUEUE, job(dead)));
+    await rawQuery(
+      t.db,
+      `update ${PGBOSS_SCHEMA}.job set state = 'active', started_on = now() where id = $1`,
+      [jobId],
+    );
+    await t.db.update(emailDrafts).set({ sendJobId: jobId }).where(eq(emailDrafts.uid, dead));
+    // A live attempt (lease not run out) with an active job is left alone.
+    const live = await deadAttempt(outboxAccount.uid, 'outbox', `<live-${tag()}@acme.test>`);
+    await t.db
+      .update(emailDrafts)
+      .set({ sendingLeaseUntil: sql`now() + interval '5 minutes'` })
+      .where(eq(emailDrafts.uid, live));
+
+    expect(await sweepEmailDrafts({ db: t.db, jobs: t.deps.jobs })).toEqual({ enqueued: 1 });
+    // Nothing had reached the outbox: sent now, under the attempt's own Message-ID.
+    const finished = await settled(dead);
+    expect(finished.status).toBe('sent');
+    expect((await getDraft(live)).status).toBe('sending');
+  });
+
+  it('a queued job (not yet run) still stands in the way of the sweep', async () => {
+    const dead = await deadAttempt(outboxAccount.uid, 'outbox', `<queued-${tag()}@acme.test>`);
+    const jobId = await t.db.transaction((tx) =>
+      t.deps.jobs.enqueue(tx, EMAIL_SEND_QUEUE, job(dead), { startAfter: new Date(Date.now() + HOUR) }),
+    );
+    await t.db.update(emailDrafts).set({ sendJobId: jobId }).where(eq(emailDrafts.uid, dead));
+    expect(await sweepEmailDrafts({ db: t.db, jobs: t.deps.jobs })).toEqual({ enqueued: 0 });
+  });
+});
+
+describe('one Message-ID per draft', () => {
+  it('every attempt of a draft uses <draft uid@sender domain>, so a receiver can drop a duplicate', async () => {
+    const draft = await newDraft({
+      from_account_id: outboxAccount.uid,
+      to: ['id@client.test'],
+      planned_send_at: new Date().toISOString(),
+    });
+    const sent = await settled(draft.uid);
+    expect(sent.status).toBe('sent');
+    expect(sent.message_id).toBe(`<${draft.uid}@acme.test>`);
   });
 });

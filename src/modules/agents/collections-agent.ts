@@ -8,7 +8,7 @@ import type { RequestContext } from '../../platform/http/context.ts';
 import { createDraft, getDraft } from '../email/email-drafts.service.ts';
 import { renderEmailHtml } from '../email/email-html.ts';
 import { prepareEmail } from '../email/email-prepare.service.ts';
-import { DEFAULT_LEASE_SECONDS, runSendJob } from '../email/email-sending.ts';
+import { runSendJob } from '../email/email-sending.ts';
 import { formatLongDate, formatMoney } from '../email/email-tokens.ts';
 import { getInvoice } from '../invoices/invoices.service.ts';
 import type { InvoiceView } from '../invoices/invoice-view.ts';
@@ -143,7 +143,7 @@ async function sendReminder(
   });
   // The send job queued with the draft may take it first; the draft's lease lets only one send.
   await runSendJob(
-    { db: env.db, storage: env.storage, mailers: env.mailers, leaseSeconds: DEFAULT_LEASE_SECONDS },
+    { db: env.db, storage: env.storage, mailers: env.mailers, leaseSeconds: env.config.emailSendLeaseS },
     { organization_uid: ctx.organizationUid, draft_uid: draft.uid },
   );
   for (let waited = 0; ; waited += 250) {

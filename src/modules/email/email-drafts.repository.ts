@@ -158,9 +158,14 @@ export async function findSweepCandidates(
   queue: string,
   limit: number,
 ): Promise<SweepCandidate[]> {
-  const noPendingJob = `not exists (
+  const pendingJob = (states: string) => `not exists (
       select 1 from ${PGBOSS_SCHEMA}.job j
-      where j.name = $1 and j.id = d.send_job_id::uuid and j.state in ('created', 'retry', 'active'))`;
+      where j.name = $1 and j.id = d.send_job_id::uuid and j.state in (${states}))`;
+  const noPendingJob = pendingJob(`'created', 'retry', 'active'`);
+  // An attempt whose lease ran out belongs to a worker that died (the lease outlasts every SMTP
+  // timeout); its job still shows 'active' until the queue's own expiry (15 min), which used to keep
+  // the draft in 'sending' that long. Only a job that has yet to run stands in the way.
+  const noQueuedJob = pendingJob(`'created', 'retry'`);
   return rawQuery<SweepCandidate>(
     db,
     `(select d.organization_uid, d.uid, d.send_job_id from email_drafts d
@@ -169,7 +174,7 @@ export async function findSweepCandidates(
         order by d.planned_send_at limit $2)
      union all
      (select d.organization_uid, d.uid, d.send_job_id from email_drafts d
-        where d.status = 'sending' and d.sending_lease_until <= now() and ${noPendingJob}
+        where d.status = 'sending' and d.sending_lease_until <= now() and ${noQueuedJob}
         order by d.sending_lease_until limit $2)`,
     [queue, limit],
   );

@@ -6,7 +6,7 @@ import type { Jobs } from '../../platform/jobs/jobs.ts';
 import {
   MailerError,
   mailerFor,
-  newMessageId,
+  messageIdForDraft,
   OutboxMailer,
   type MailAttachment,
   type Mailer,
@@ -181,7 +181,7 @@ export async function runSendJob(deps: EmailSendingDeps, data: SendJobData): Pro
   const mailer = deps.mailers.forAccount(found.smtpUrl);
   if (draft.status === 'draft') {
     const claimed = await repo.claimDraft(deps.db, draft.organizationUid, draft.uid, {
-      messageId: newMessageId(draft.fromEmail),
+      messageId: messageIdForDraft(draft.uid, draft.fromEmail),
       transport: mailer.kind,
       leaseSeconds: deps.leaseSeconds,
     });

@@ -134,7 +134,11 @@ export class Jobs {
     return this.boss.getJobById(name, id);
   }
 
-  async stop(): Promise<void> {
-    await this.boss.stop({ graceful: true, wait: true, timeout: 10_000, close: false });
+  /**
+   * Stops fetching jobs at once and waits up to `graceMs` for the running ones to finish (an SMTP send
+   * may take 120 s: cutting it off would deliver a message whose sending is then recorded as failed).
+   */
+  async stop(graceMs = 10_000): Promise<void> {
+    await this.boss.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
   }
 }

@@ -4,7 +4,6 @@ import { purgeExpiredIdempotencyKeys } from '../http/idempotency.ts';
 import { reconcileBillingSyncs } from '../../modules/billing/billing.service.ts';
 import { invoiceViewForSync } from '../../modules/invoices/invoices.service.ts';
 import {
-  DEFAULT_LEASE_SECONDS,
   EMAIL_SEND_QUEUE,
   EMAIL_SWEEP_QUEUE,
   mailersFromConfig,
@@ -74,7 +73,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
     db: database.db,
     storage: deps.objectStorage,
     mailers: mailersFromConfig(deps.config),
-    leaseSeconds: DEFAULT_LEASE_SECONDS,
+    leaseSeconds: deps.config.emailSendLeaseS,
   };
   await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
     const result = await runSendJob(sending, data);

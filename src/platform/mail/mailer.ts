@@ -77,6 +77,14 @@ export class MailerError extends Error {
 }
 
 /** A Message-ID of our own: random, with the sender's domain on the right (RFC 5322 §3.6.4). */
+/**
+ * The Message-ID of a draft: the same for every attempt to send it, so a receiving server that keeps
+ * Message-IDs can drop a duplicate if an attempt whose outcome was unknown is sent again.
+ */
+export function messageIdForDraft(draftUid: string, fromAddress: string): string {
+  return newMessageId(fromAddress).replace(/^<[^@]+@/, `<${draftUid}@`);
+}
+
 export function newMessageId(fromAddress: string): string {
   const domain =
     fromAddress
