@@ -40,6 +40,7 @@ import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
+import { DiskSpaceGuard } from './platform/disk-space.ts';
 
 type ValidatorFactory = NonNullable<
   NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
@@ -116,6 +117,20 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   registerErrorHandling(app);
   app.addSchema(ErrorBody);
+
+  const diskSpace =
+    deps.diskSpace ?? new DiskSpaceGuard(deps.config.dataDir, deps.config.minFreeDiskBytes);
+  app.decorate('diskSpace', diskSpace);
+  // Writes are refused before a byte of their body is read while the disk is low; reads go on.
+  app.addHook('onRequest', async (request) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return;
+    if (await diskSpace.isLow()) {
+      throw new AppError(
+        'storage_full',
+        'The server is out of disk space: writes are refused until space is freed; reads still work',
+      );
+    }
+  });
   // JSON routes take JSON only: Fastify's default text/plain parser would hand a string to a route that
   // expects an object (answered 422 "must be object" instead of 415).
   app.removeContentTypeParser('text/plain');
@@ -199,6 +214,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 declare module 'fastify' {
   interface FastifyInstance {
     lastUsed: LastUsedRecorder;
+    diskSpace: DiskSpaceGuard;
     routeList: { method: string; url: string }[];
   }
 }

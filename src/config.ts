@@ -41,6 +41,8 @@ export interface Config {
   emailSendLeaseS: number;
   /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
   shutdownGraceS: number;
+  /** Below this many free bytes on the data directory's disk, writes answer 507 `storage_full`. */
+  minFreeDiskBytes: number;
   /**
    * Fastify's `trustProxy`: false (default, the connection's address is the client's), true (trust every
    * proxy), a hop count, or a list of proxy addresses/CIDRs whose `X-Forwarded-For` is believed.
@@ -201,11 +203,15 @@ function trustProxy(env: Env): boolean | number | string[] {
 export function loadConfig(env: Env = process.env): Config {
   const port = integer(env, 'PORT', 3000, 0, 65535);
   const host = optional(env, 'HOST') ?? '127.0.0.1';
+  const databaseUrl = postgresUrl(env, 'DATABASE_URL');
+  const storage = objectStorage(env);
+  // The data directory's disk matters only when data lives there: the embedded database or object store.
+  const usesDataDir = !databaseUrl || storage.kind === 'embedded';
   return {
     port,
     host,
     dataDir: path.resolve(optional(env, 'DATA_DIR') ?? './data'),
-    databaseUrl: postgresUrl(env, 'DATABASE_URL'),
+    databaseUrl,
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 10_000, 100),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 600, 1),
@@ -217,12 +223,13 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
-    objectStorage: objectStorage(env),
+    objectStorage: storage,
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
     emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 150, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
+    minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,
     trustProxy: trustProxy(env),
     llm: llm(env),
     chat: chat(env),

@@ -2,6 +2,7 @@ import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { withSchemaLock } from './platform/db/schema-lock.ts';
+import { DiskSpaceGuard, StorageFullError } from './platform/disk-space.ts';
 import { Jobs } from './platform/jobs/jobs.ts';
 import { registerJobs } from './platform/jobs/registry.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
@@ -17,8 +18,20 @@ async function main() {
   };
   // Several processes may start together on a fresh database: the job queue's set-up takes turns with
   // them and with migrations (docs/operations.md).
+  let logDiskSpace = (low: boolean, freeBytes: number): void => {
+    process.stderr.write(`disk space ${low ? 'low' : 'ok'}: ${freeBytes} bytes free\n`);
+  };
+  const diskSpace = new DiskSpaceGuard(config.dataDir, config.minFreeDiskBytes, (low, free) =>
+    logDiskSpace(low, free),
+  );
   const jobs = await withSchemaLock(database, () =>
-    Jobs.start(database, { onError: (error) => onJobError(error) }),
+    Jobs.start(database, {
+      onError: (error) => onJobError(error),
+      // The queue's own statements write too; with the embedded database they stop while the disk is low.
+      writeGate: async () => {
+        if (await diskSpace.isLow()) throw new StorageFullError(diskSpace.freeBytes);
+      },
+    }),
   );
   let logRateLimitStore = (state: string, reason?: unknown): void => {
     process.stderr.write(`rate-limit store ${state}: ${String(reason ?? '')}\n`);
@@ -30,9 +43,19 @@ async function main() {
     onStateChange: (state, reason) => logRateLimitStore(state, reason),
   });
   const objectStorage = await createObjectStorage(config);
-  const deps = { config, database, jobs, rateLimiter, objectStorage };
+  const deps = { config, database, jobs, rateLimiter, objectStorage, diskSpace };
   const app = await buildApp(deps);
-  onJobError = (error) => app.log.error({ err: error }, 'job queue error');
+  // A full disk is logged once by the guard, not once per queue poll.
+  onJobError = (error) => {
+    if (!(error instanceof StorageFullError)) app.log.error({ err: error }, 'job queue error');
+  };
+  logDiskSpace = (low, freeBytes) =>
+    low
+      ? app.log.error(
+          { free_bytes: freeBytes, min_free_bytes: config.minFreeDiskBytes },
+          'disk space low: writes are refused (507) and jobs paused until space is freed',
+        )
+      : app.log.info({ free_bytes: freeBytes }, 'disk space available again: writes and jobs resume');
   logRateLimitStore = (state, reason) =>
     state === 'degraded'
       ? app.log.warn({ err: reason }, 'Redis unavailable: rate limits counted in memory per instance')

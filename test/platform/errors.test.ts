@@ -32,6 +32,14 @@ beforeAll(async () => {
         await rawQuery(db, RAISE_57014);
         return { ok: true };
       });
+      // PostgreSQL's disk_full (53100), as PGlite raises it when a data file cannot be extended.
+      app.get('/api/test-disk-full', { config: { public: true } }, async () => {
+        await rawQuery(
+          db,
+          `do $$ begin raise exception 'could not extend file: No space left on device' using errcode = 'disk_full'; end $$`,
+        );
+        return { ok: true };
+      });
       // Through drizzle, which wraps the driver's error in a DrizzleQueryError (code on `cause`).
       app.get('/api/test-pg-drizzle', { config: { public: true } }, async () => {
         await db.execute(sql.raw(RAISE_57014));
@@ -243,6 +251,12 @@ describe('5xx never leak internals', () => {
       expectNoLeak(res);
       expect(res.headers['x-request-id']).toEqual(expect.any(String));
     }
+  });
+
+  it('a full disk under the database (SQLSTATE 53100) → 507 storage_full, without details', async () => {
+    const res = await get('/api/test-disk-full');
+    expectErrorBody(res, 507, 'storage_full');
+    expect(res.raw).not.toContain('could not extend');
   });
 
   it('a PostgreSQL query_canceled (57014) from the driver → 503 service_unavailable', async () => {

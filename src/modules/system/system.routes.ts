@@ -8,12 +8,33 @@ export async function systemRoutes(app: App, deps: AppDeps) {
     {
       schema: {
         tags: ['System'],
-        summary: 'Liveness',
-        response: { 200: Type.Object({ status: Type.Literal('ok') }) },
+        summary: 'Liveness; reports a full disk (the process lives, writes are refused with 507)',
+        response: {
+          200: Type.Object({
+            status: Type.Union([Type.Literal('ok'), Type.Literal('degraded')]),
+            storage: Type.Optional(
+              Type.Object({
+                status: Type.Literal('full'),
+                free_bytes: Type.Integer(),
+                min_free_bytes: Type.Integer(),
+              }),
+            ),
+          }),
+        },
       },
       config: { public: true },
     },
-    async () => ({ status: 'ok' as const }),
+    async () => {
+      if (!(await app.diskSpace.isLow())) return { status: 'ok' as const };
+      return {
+        status: 'degraded' as const,
+        storage: {
+          status: 'full' as const,
+          free_bytes: app.diskSpace.freeBytes ?? 0,
+          min_free_bytes: app.diskSpace.minFreeBytes,
+        },
+      };
+    },
   );
 
   app.get(

@@ -83,6 +83,11 @@ const CONNECTION_FAILURES = [
   'Client has encountered a connection error',
 ];
 
+function isDiskFull(error: unknown): boolean {
+  for (const { code } of errorChain(error)) if (code === 'ENOSPC' || code === 'storage_full') return true;
+  return false;
+}
+
 function isConnectionFailure(error: unknown): boolean {
   for (const { message, code } of errorChain(error)) {
     if (code === 'ECONNREFUSED' || code === 'ECONNRESET') return true;
@@ -138,6 +143,10 @@ export function normalizeError(error: unknown, context: ErrorContext = {}): AppE
   const pgCode = sqlStateOf(error);
   if (pgCode === '57014' || pgCode === '55P03' || pgCode === '53300' || pgCode === '57P01') {
     return new AppError('service_unavailable', 'The database did not answer in time; try again');
+  }
+  // The disk under the database or the object store is full: PostgreSQL's disk_full, or ENOSPC.
+  if (pgCode === '53100' || isDiskFull(error)) {
+    return new AppError('storage_full', 'The server has no disk space left for this write; reads still work');
   }
   // The database connection itself failed (pool exhausted, backend terminated, server unreachable).
   if (isConnectionFailure(error)) {

@@ -28,6 +28,7 @@ export const ERROR_CODES = {
   rate_limited: 429,
   headers_too_large: 431,
   internal_error: 500,
+  storage_full: 507,
   bad_gateway: 502,
   service_unavailable: 503,
   gateway_timeout: 504,

@@ -10,6 +10,7 @@ import type { Config } from '../../config.ts';
 import type { Database } from '../db/client.ts';
 import type { Jobs } from '../jobs/jobs.ts';
 import type { ObjectStorage } from '../storage/storage.ts';
+import type { DiskSpaceGuard } from '../disk-space.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 export type App = FastifyInstance<
@@ -27,4 +28,6 @@ export interface AppDeps {
   jobs: Jobs;
   rateLimiter: RateLimiter;
   objectStorage: ObjectStorage;
+  /** Refuses writes when the data directory's disk is low; built from the configuration when absent. */
+  diskSpace?: DiskSpaceGuard;
 }

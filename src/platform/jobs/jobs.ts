@@ -24,11 +24,13 @@ export const PGBOSS_SCHEMA = 'pgboss';
  * sharing the handle keeps PGlite's single-writer rule. Multi-statement SQL without parameters (pg-boss
  * installing its schema) goes through `exec`, whose last result is what pg-boss reads.
  */
-function executorFor(database: Database): SqlExecutor {
+function executorFor(database: Database, gate?: () => Promise<void>): SqlExecutor {
   const lite = database.pglite;
   if (lite) {
     return {
       async executeSql(text, values) {
+        // Every fetch, completion and maintenance step of the queue writes: none while the disk is low.
+        await gate?.();
         if (values && values.length > 0) return lite.query(text, values);
         const results = await lite.exec(text);
         return results[results.length - 1] ?? { rows: [] };
@@ -58,10 +60,16 @@ export class Jobs {
 
   static async start(
     database: Database,
-    options: { onError?: (error: unknown) => void; supervise?: boolean; pollIntervalSeconds?: number } = {},
+    options: {
+      onError?: (error: unknown) => void;
+      supervise?: boolean;
+      pollIntervalSeconds?: number;
+      /** Throws to hold the queue's statements back (the embedded database's disk is low). */
+      writeGate?: () => Promise<void>;
+    } = {},
   ): Promise<Jobs> {
     const boss = new PgBoss({
-      db: executorFor(database),
+      db: executorFor(database, options.writeGate),
       schema: PGBOSS_SCHEMA,
       supervise: options.supervise ?? true,
       schedule: options.supervise ?? true,
