@@ -39,6 +39,7 @@ import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
+import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
 
@@ -77,7 +78,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     // only from proxies the operator named: otherwise any client could pick its own bucket.
     trustProxy:
       typeof deps.config.trustProxy === 'number'
-        ? ((hops: number) => (_address: string, hop: number) => hop < hops)(deps.config.trustProxy)
+        ? (
+            (hops: number) => (_address: string, hop: number) =>
+              hop < hops
+          )(deps.config.trustProxy)
         : deps.config.trustProxy,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
@@ -118,8 +122,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   registerErrorHandling(app);
   app.addSchema(ErrorBody);
 
-  const diskSpace =
-    deps.diskSpace ?? new DiskSpaceGuard(deps.config.dataDir, deps.config.minFreeDiskBytes);
+  const diskSpace = deps.diskSpace ?? new DiskSpaceGuard(deps.config.dataDir, deps.config.minFreeDiskBytes);
   app.decorate('diskSpace', diskSpace);
   // Writes are refused before a byte of their body is read while the disk is low; reads go on.
   app.addHook('onRequest', async (request) => {
@@ -206,6 +209,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await metricRoutes(app, deps);
   await knowledgeRoutes(app, deps);
   await documentRoutes(app, deps);
+  await organizationSettingsRoutes(app, deps);
   await storageRoutes(app, deps);
 
   return app;

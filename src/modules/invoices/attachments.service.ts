@@ -1,11 +1,12 @@
 import crypto from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { Db } from '../../platform/db/client.ts';
-import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import type { RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './attachments.repository.ts';
+import { invoiceReader, visibleInvoices } from './invoice-access.ts';
 import { findInvoice } from './invoices.repository.ts';
 import { isForeignKeyViolation } from '../../platform/db/errors.ts';
 
@@ -67,7 +68,11 @@ async function toView(deps: AttachmentDeps, row: repo.AttachmentRow): Promise<At
 
 /** An invoice of one of the caller's organizations, or 404 (another tenant's invoice included). */
 async function invoiceOf(deps: AttachmentDeps, ctx: RequestContext, invoiceUid: string) {
-  const invoice = await findInvoice(deps.db, memberOrganizationUids(ctx), invoiceUid);
+  const invoice = await findInvoice(
+    deps.db,
+    visibleInvoices(deps.db, invoiceReader(ctx.principal)),
+    invoiceUid,
+  );
   if (!invoice) throw notFound('Invoice');
   return invoice;
 }

@@ -44,7 +44,10 @@ const ListQuery = Type.Object({
   vendor_name: text('case-insensitive substring'),
   include_comments: Type.Optional(Type.Boolean({ default: false, description: 'ignored with view=list' })),
   has_comments: Type.Optional(Type.Boolean()),
-  keyword: text('substring of invoice number, vendor name, vendor NIT, stamp number or registration number'),
+  keyword: text(
+    'substring of invoice number, vendor name, vendor NIT, stamp number or registration number; on receivables also the client name',
+  ),
+  client_uid: Type.Optional(Uuid),
   approval_date_from: when('inclusive'),
   approval_date_to: when('inclusive'),
   registration_date_from: when('inclusive'),

@@ -1,20 +1,5 @@
 import { getTableColumns } from 'drizzle-orm';
-import {
-  and,
-  asc,
-  count,
-  desc,
-  eq,
-  exists,
-  gte,
-  ilike,
-  inArray,
-  lt,
-  lte,
-  or,
-  sql,
-  type SQL,
-} from 'drizzle-orm';
+import { and, asc, count, desc, eq, gte, ilike, inArray, lt, lte, or, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../../platform/db/client.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
@@ -24,7 +9,8 @@ import { containsPattern } from '../../platform/db/text-search.ts';
 import { rawQuery } from '../../platform/db/client.ts';
 import { statusesFor, type InvoiceType } from './invoice-statuses.ts';
 import { loadInvoiceViews, toListItemView } from './invoice-view.ts';
-import { invoiceAssignees, invoices } from './invoices.tables.ts';
+import { invoices } from './invoices.tables.ts';
+import { visibleInOrganization } from './invoice-access.ts';
 import type { InvoiceRow } from './invoices.repository.ts';
 
 export const SORT_KEYS = {
@@ -69,6 +55,7 @@ export interface InvoiceListQuery {
   include_comments?: boolean | undefined;
   has_comments?: boolean | undefined;
   keyword?: string | undefined;
+  client_uid?: string | undefined;
   approval_date_from?: string | undefined;
   approval_date_to?: string | undefined;
   registration_date_from?: string | undefined;
@@ -162,26 +149,10 @@ async function conditionsFor(
     eq(invoices.organizationUid, ctx.organizationUid),
     eq(invoices.invoiceType, type),
   ];
-  // Admins see every invoice; members only those assigned to them or that they are responsible for.
-  if (ctx.role !== 'admin') {
-    conditions.push(
-      or(
-        exists(
-          db
-            .select({ one: sql`1` })
-            .from(invoiceAssignees)
-            .where(
-              and(
-                eq(invoiceAssignees.organizationUid, ctx.organizationUid),
-                eq(invoiceAssignees.invoiceUid, invoices.uid),
-                eq(invoiceAssignees.userUid, ctx.principal.user.uid),
-              ),
-            ),
-        ),
-        eq(invoices.responsible, ctx.principal.user.id),
-      ),
-    );
-  }
+  // The one access rule (invoice-access.ts): admins see every invoice; members every receivable and
+  // the payables assigned to them.
+  const visible = visibleInOrganization(db, ctx);
+  if (visible) conditions.push(visible);
   const statuses = commaList(q.status);
   if (statuses.length > 0) {
     const allowed = statusesFor(type);
@@ -208,11 +179,14 @@ async function conditionsFor(
   for (const [value, column] of text)
     if (value?.trim()) conditions.push(ilike(column, containsPattern(value.trim())));
   if (q.has_comments !== undefined) conditions.push(eq(invoices.hasComments, q.has_comments));
+  if (q.client_uid) conditions.push(eq(invoices.clientPartyUid, q.client_uid));
   if (q.keyword?.trim()) {
     const pattern = containsPattern(q.keyword.trim());
     conditions.push(
       or(
         ilike(invoices.invoiceNumber, pattern),
+        // A receivable is found by its client's name (the party name copied onto the invoice).
+        type === 'ACCOUNTS_RECEIVABLE' ? ilike(invoices.clientName, pattern) : undefined,
         ilike(invoices.vendorName, pattern),
         ilike(invoices.vendorNit, pattern),
         ilike(invoices.stampNumber, pattern),

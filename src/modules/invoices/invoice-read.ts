@@ -4,6 +4,7 @@ import { preparedQuery, type Database } from '../../platform/db/client.ts';
 import { parties, partyContacts } from '../parties/parties.tables.ts';
 import { assembleInvoiceViews, type InvoiceView } from './invoice-view.ts';
 import { invoiceComments, invoiceIntegrations, invoiceLineItems, invoices } from './invoices.tables.ts';
+import type { InvoiceRow } from './invoices.repository.ts';
 
 /** A row that came back as JSON (snake_case, timestamps as text) → the table's typed row. */
 function rowFromJson<T extends PgTable>(table: T, json: Record<string, unknown>): T['$inferSelect'] {
@@ -48,12 +49,15 @@ select to_json(i) as invoice,
 from invoices i
 where i.organization_uid = any($1::uuid[]) and i.uid = $2`;
 
-/** The full invoice view of one of these organizations' invoices, or undefined. Outside transactions. */
+/**
+ * The full invoice view of one of these organizations' invoices, or undefined, with the row and its
+ * assignees for the access rule. Outside transactions.
+ */
 export async function readInvoiceView(
   database: Database,
   organizationUids: string[],
   uid: string,
-): Promise<InvoiceView | undefined> {
+): Promise<{ view: InvoiceView; row: InvoiceRow; assigneeUids: string[] } | undefined> {
   if (organizationUids.length === 0) return undefined;
   const [row] = await preparedQuery<InvoiceReadRow>(database, 'remit_read_invoice_v1', READ_INVOICE, [
     organizationUids,
@@ -78,5 +82,5 @@ export async function readInvoiceView(
     },
     { includeComments: true },
   );
-  return view;
+  return { view: view!, row: invoice, assigneeUids: row.assignees };
 }

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { users } from '../tenancy/tenancy.tables.ts';
 import {
@@ -21,17 +21,17 @@ export async function insertInvoice(db: DbOrTx, values: InvoiceInsert): Promise<
 }
 
 /** An invoice of one of these organizations; `forUpdate` locks it for the rest of the transaction. */
+/** One invoice by uid among those `visible` selects (the access rule, invoice-access.ts). */
 export async function findInvoice(
   db: DbOrTx,
-  organizationUids: string[],
+  visible: SQL,
   uid: string,
   options: { forUpdate?: boolean } = {},
 ): Promise<InvoiceRow | undefined> {
-  if (organizationUids.length === 0) return undefined;
   const query = db
     .select()
     .from(invoices)
-    .where(and(inArray(invoices.organizationUid, organizationUids), eq(invoices.uid, uid)));
+    .where(and(visible, eq(invoices.uid, uid)));
   const [row] = options.forUpdate ? await query.for('update') : await query;
   return row;
 }

@@ -2,6 +2,8 @@ import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { readInvoiceView } from './invoice-read.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
+import { segregationOfDuties } from '../tenancy/organization-settings.service.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
 import { findPartiesByUids } from '../parties/parties.repository.ts';
 import { findProductsBySku } from '../products/products.repository.ts';
@@ -42,9 +44,11 @@ function checkStatus(type: InvoiceType, status: string, field = 'status'): void 
   }
 }
 
-/** A uid given → the invoice of one of the caller's organizations, or 404. */
+/** A uid given → the invoice, if the caller may see it (invoice-access.ts), or 404. */
 async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
-  const row = await repo.findInvoice(db, memberOrganizationUids(ctx), uid, { forUpdate });
+  const row = await repo.findInvoice(db, visibleInvoices(db, invoiceReader(ctx.principal)), uid, {
+    forUpdate,
+  });
   if (!row) throw notFound('Invoice');
   return row;
 }
@@ -257,6 +261,7 @@ export async function createInvoice(
       const row = await repo.insertInvoice(tx, {
         organizationUid: org,
         invoiceType: type,
+        enteredByUserUid: ctx.principal.user.uid,
         invoiceNumber: body.invoice_number.trim(),
         status,
         collectionMethod: body.collection_method ?? 'send_invoice',
@@ -309,9 +314,46 @@ export async function readInvoice(
   ctx: RequestContext,
   uid: string,
 ): Promise<InvoiceView> {
-  const view = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
-  if (!view) throw notFound('Invoice');
-  return view;
+  const found = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
+  // The same rule as every other path, checked on the row the one statement read (with its assignees).
+  if (!found || !mayRead(invoiceReader(ctx.principal), found.row, found.assigneeUids)) {
+    throw notFound('Invoice');
+  }
+  return found.view;
+}
+
+/**
+ * The payable controls (docs/authentication.md): approving needs an admin or the responsible user (and,
+ * with segregation of duties, not the user who entered it); who is responsible or assigned is an admin's
+ * decision — else a member could make themselves responsible and then approve.
+ */
+async function checkPayableControls(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  row: repo.InvoiceRow,
+  body: UpdateInvoiceBodyT,
+): Promise<void> {
+  const role = ctx.principal.memberships.find((m) => m.organizationUid === row.organizationUid)?.role;
+  if (
+    role !== 'admin' &&
+    (body.responsible_user_uid !== undefined || body.assignee_user_uids !== undefined)
+  ) {
+    throw new AppError(
+      'forbidden',
+      'Only an admin may change who is responsible for or assigned to a payable',
+    );
+  }
+  if (body.status === 'approved' && row.status !== 'approved') {
+    assertMayApprove(
+      ctx,
+      {
+        organizationUid: row.organizationUid,
+        responsible: row.responsible,
+        createdByUserUid: row.enteredByUserUid ?? '',
+      },
+      await segregationOfDuties(tx, row.organizationUid),
+    );
+  }
 }
 
 /** Applies an interface 4.7 partial update and computes what changes with it. */
@@ -321,6 +363,7 @@ async function applyUpdate(tx: DbOrTx, ctx: RequestContext, row: repo.InvoiceRow
   const set = <K extends keyof repo.InvoiceInsert>(key: K, value: repo.InvoiceInsert[K] | undefined) => {
     if (value !== undefined) values[key] = value;
   };
+  if (row.invoiceType === 'ACCOUNTS_PAYABLE') await checkPayableControls(tx, ctx, row, body);
   if (body.status !== undefined) {
     checkStatus(row.invoiceType, body.status);
     values.status = body.status;

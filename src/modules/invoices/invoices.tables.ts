@@ -72,6 +72,8 @@ export const invoices = pgTable(
     registrationDate: at('registration_date'),
     /** Integer id of the user responsible for the next action. */
     responsible: integer('responsible'),
+    /** The user who entered the invoice (null before migration 0009); segregation of duties reads it. */
+    enteredByUserUid: uuid('entered_by_user_uid'),
     /** Bumped on every change; with the uid it forms the billing sync idempotency key. */
     revision: integer('revision').notNull().default(1),
     ...timestamps,

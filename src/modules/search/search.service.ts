@@ -4,6 +4,7 @@ import type { RequestContext } from '../../platform/http/context.ts';
 import { badParameter } from '../../platform/http/errors.ts';
 import { formatMoney } from '../email/email-tokens.ts';
 import { interleave, shareOf } from './round-robin.ts';
+import { visibleInOrganization } from '../invoices/invoice-access.ts';
 import * as repo from './search.repository.ts';
 import {
   SEARCH_TYPES,
@@ -25,49 +26,51 @@ export function parseTypes(value: string | undefined): SearchType[] {
   return types;
 }
 
-type Finder = (db: Db, org: string, pattern: string | null, limit: number) => Promise<SearchItemT[]>;
+type Finder = (db: Db, ctx: RequestContext, pattern: string | null, limit: number) => Promise<SearchItemT[]>;
 
 const FINDERS: Record<SearchType, Finder> = {
-  invoice: async (db, org, pattern, limit) =>
-    (await repo.findInvoices(db, org, pattern, limit)).map((r) => {
-      const amount = formatMoney(r.totalCents, r.currency);
-      return {
-        entity_uid: r.uid,
-        entity_type: 'invoice',
-        label: r.invoiceNumber,
-        subtitle: r.clientName ? `${r.clientName} · ${amount}` : amount,
-      };
-    }),
-  customer: async (db, org, pattern, limit) =>
-    (await repo.findCustomers(db, org, pattern, limit)).map((r) => ({
+  invoice: async (db, ctx, pattern, limit) =>
+    (await repo.findInvoices(db, ctx.organizationUid, pattern, limit, visibleInOrganization(db, ctx))).map(
+      (r) => {
+        const amount = formatMoney(r.totalCents, r.currency);
+        return {
+          entity_uid: r.uid,
+          entity_type: 'invoice',
+          label: r.invoiceNumber,
+          subtitle: r.clientName ? `${r.clientName} · ${amount}` : amount,
+        };
+      },
+    ),
+  customer: async (db, ctx, pattern, limit) =>
+    (await repo.findCustomers(db, ctx.organizationUid, pattern, limit)).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'customer',
       label: r.name,
       subtitle: r.address || null,
     })),
-  task: async (db, org, pattern, limit) =>
-    (await repo.findTasks(db, org, pattern, limit)).map((r) => ({
+  task: async (db, ctx, pattern, limit) =>
+    (await repo.findTasks(db, ctx.organizationUid, pattern, limit)).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'task',
       label: r.title,
       subtitle: `${r.status} · ${r.dueDate ? `due ${r.dueDate}` : 'no due date'}`,
     })),
-  conversation: async (db, org, pattern, limit) =>
-    (await repo.findConversations(db, org, pattern, limit)).map((r) => ({
+  conversation: async (db, ctx, pattern, limit) =>
+    (await repo.findConversations(db, ctx.organizationUid, pattern, limit)).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'conversation',
       label: r.subject,
       subtitle: `${r.channel} · ${r.status}`,
     })),
-  document: async (db, org, pattern, limit) =>
-    (await repo.findDocuments(db, org, pattern, limit)).map((r) => ({
+  document: async (db, ctx, pattern, limit) =>
+    (await repo.findDocuments(db, ctx.organizationUid, pattern, limit)).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'document',
       label: r.documentName || r.filename,
       subtitle: r.filename,
     })),
-  knowledge: async (db, org, pattern, limit) =>
-    (await repo.findKnowledge(db, org, pattern, limit)).map((r) => ({
+  knowledge: async (db, ctx, pattern, limit) =>
+    (await repo.findKnowledge(db, ctx.organizationUid, pattern, limit)).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'knowledge',
       label: r.filename,
@@ -90,9 +93,7 @@ export async function search(db: Db, ctx: RequestContext, query: SearchQueryT): 
     pattern = containsPattern(q);
   }
   const share = shareOf(limit, types.length);
-  const lists = await Promise.all(
-    types.map((type) => FINDERS[type](db, ctx.organizationUid, pattern, share)),
-  );
+  const lists = await Promise.all(types.map((type) => FINDERS[type](db, ctx, pattern, share)));
   return interleave(lists, limit);
 }
 
@@ -105,7 +106,9 @@ export async function contextSearch(db: Db, ctx: RequestContext, query: ContextS
   const wants = (type: 'invoice' | 'party' | 'message') => !query.entity_type || query.entity_type === type;
   const org = ctx.organizationUid;
   const [invoices, parties, messages] = await Promise.all([
-    wants('invoice') ? repo.findLinkableInvoices(db, org, pattern, limit) : Promise.resolve([]),
+    wants('invoice')
+      ? repo.findLinkableInvoices(db, org, pattern, limit, visibleInOrganization(db, ctx))
+      : Promise.resolve([]),
     wants('party') ? repo.findLinkableParties(db, org, pattern, limit) : Promise.resolve([]),
     wants('message') ? repo.findLinkableMessages(db, org, pattern, limit) : Promise.resolve([]),
   ]);

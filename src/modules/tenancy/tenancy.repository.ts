@@ -52,3 +52,16 @@ export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Pro
     .where(and(eq(memberships.userUid, userUid), eq(memberships.isDefault, true)));
   return rows.length > 0;
 }
+
+export async function updateOrganizationSettings(
+  db: DbOrTx,
+  organizationUid: string,
+  values: { segregationOfDuties?: boolean },
+) {
+  const [row] = await db
+    .update(organizations)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(eq(organizations.uid, organizationUid))
+    .returning();
+  return row;
+}

@@ -21,6 +21,8 @@ export const organizations = pgTable('organizations', {
     .primaryKey()
     .default(sql`gen_random_uuid()`),
   name: text('name').notNull(),
+  /** When on, whoever entered a payable may not approve it (docs/authentication.md). */
+  segregationOfDuties: boolean('segregation_of_duties').notNull().default(false),
   ...timestamps,
 });
 

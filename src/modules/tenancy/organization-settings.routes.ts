@@ -1,0 +1,60 @@
+import { Type } from 'typebox';
+import { envelope } from '../../platform/http/envelope.ts';
+import { DateTime, Envelope, errorResponses, Uuid } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import * as service from './organization-settings.service.ts';
+
+const Params = Type.Object({ organization_uid: Uuid });
+const Settings = Type.Object({
+  organization_uid: Uuid,
+  segregation_of_duties: Type.Boolean({
+    description: 'When true, the user who entered a payable cannot also approve it (admins included)',
+  }),
+  updated_at: DateTime,
+});
+const PatchBody = Type.Object(
+  { segregation_of_duties: Type.Optional(Type.Boolean()) },
+  { additionalProperties: false },
+);
+
+export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const tags = ['Organization'];
+  app.get(
+    '/api/organization/:organization_uid/settings',
+    {
+      schema: {
+        tags,
+        summary: "The organization's settings (segregation of duties)",
+        params: Params,
+        response: { 200: Envelope(Settings), ...errorResponses },
+      },
+    },
+    async (request) =>
+      envelope(
+        await service.getOrganizationSettings(db, request.tenant(request.params.organization_uid)),
+        'Organization settings',
+      ),
+  );
+  app.patch(
+    '/api/organization/:organization_uid/settings',
+    {
+      schema: {
+        tags,
+        summary: "Change the organization's settings (admins)",
+        params: Params,
+        body: PatchBody,
+        response: { 200: Envelope(Settings), ...errorResponses },
+      },
+    },
+    async (request) =>
+      envelope(
+        await service.updateOrganizationSettings(
+          db,
+          request.tenant(request.params.organization_uid),
+          request.body,
+        ),
+        'Organization settings updated',
+      ),
+  );
+}

@@ -1,0 +1,43 @@
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
+import { notFound } from '../../platform/http/errors.ts';
+import * as repo from './tenancy.repository.ts';
+
+export interface OrganizationSettings {
+  organization_uid: string;
+  segregation_of_duties: boolean;
+  updated_at: string;
+}
+
+function view(row: { uid: string; segregationOfDuties: boolean; updatedAt: Date }): OrganizationSettings {
+  return {
+    organization_uid: row.uid,
+    segregation_of_duties: row.segregationOfDuties,
+    updated_at: row.updatedAt.toISOString(),
+  };
+}
+
+/** Whether the organization bars the user who entered a payable from approving it. */
+export async function segregationOfDuties(db: DbOrTx, organizationUid: string): Promise<boolean> {
+  return (await repo.findOrganization(db, organizationUid))?.segregationOfDuties ?? false;
+}
+
+export async function getOrganizationSettings(db: Db, ctx: RequestContext): Promise<OrganizationSettings> {
+  const row = await repo.findOrganization(db, ctx.organizationUid);
+  if (!row) throw notFound('Organization');
+  return view(row);
+}
+
+/** Admins only: the settings are the organization's controls. */
+export async function updateOrganizationSettings(
+  db: Db,
+  ctx: RequestContext,
+  body: { segregation_of_duties?: boolean },
+): Promise<OrganizationSettings> {
+  requireAdmin(ctx);
+  const row = await repo.updateOrganizationSettings(db, ctx.organizationUid, {
+    ...(body.segregation_of_duties !== undefined ? { segregationOfDuties: body.segregation_of_duties } : {}),
+  });
+  if (!row) throw notFound('Organization');
+  return view(row);
+}
