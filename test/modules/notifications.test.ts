@@ -461,3 +461,30 @@ commonRouteChecks(
   },
   () => ({ t, p }),
 );
+
+describe('user text in Slack messages', () => {
+  it('is escaped (&, <, >): a <!channel> in a name pings nobody, a <url|label> is no link', async () => {
+    const org = await freshOrg();
+    const agent = await createAgent(t, org.key, { status: 'active', agent_type: 'note_ok', ...config() });
+    const before = slack.requestsFor('chat.postMessage').length;
+    const res = await call(t.app, 'POST', `/api/agents/${agent.uid}/approvals`, {
+      key: org.key,
+      body: {
+        title: 'Pay <!channel> & <https://evil.test|click here> now',
+        reasoning: 'because',
+        tool_args: { type: 'send_email' },
+        trigger: { type: 'manual' },
+      },
+    });
+    expect(res.status, res.raw).toBe(201);
+    await until(async () => postsSince(before).length > 0, 'the approval_required post');
+    const posted = JSON.stringify(postsSince(before).map((r) => r.body));
+    expect(posted).toContain('&lt;!channel&gt;');
+    expect(posted).toContain('&lt;https://evil.test|click here&gt;');
+    expect(posted).toContain('&amp;');
+    expect(posted).not.toMatch(/<!channel>|<https:\/\/evil/);
+    // What the API shows is the text as written: escaping is Slack's format, not the record's.
+    const notes = await listNotes(agent.uid, org.key);
+    expect(notes.map((n) => n.text).join('\n')).toContain('<!channel>');
+  });
+});

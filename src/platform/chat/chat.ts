@@ -21,7 +21,7 @@ export interface ChatClient {
   readonly kind: 'none' | 'slack';
   /** Whether the bot can post to the channel (interface 2.5: it must already be a member). */
   checkChannel(channelId: string): Promise<ChannelCheck>;
-  /** Posts a message; resolves to the message's id (Slack `ts`), rejects with the reason. */
+  /** Posts a plain-text message (escaped for Slack); resolves to its id (Slack `ts`), rejects with the reason. */
   postMessage(channelId: string, text: string): Promise<string>;
 }
 
@@ -50,6 +50,16 @@ interface SlackAnswer {
   error?: string;
   ts?: string;
   channel?: { id?: string; is_member?: boolean; is_archived?: boolean };
+}
+
+/**
+ * Plain text as Slack shows it: `&`, `<` and `>` escaped (https://api.slack.com/reference/surfaces/formatting#escaping).
+ * Messages are built from what users typed (party names, invoice numbers, task titles); unescaped, a
+ * party named `<!channel>` pinged a whole channel and `<https://evil|click>` became a disguised link.
+ * Every message we post is plain text, so the whole text is escaped, once, here.
+ */
+export function escapeSlackText(text: string): string {
+  return text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 }
 
 /** Slack Web API (`conversations.info`, `chat.postMessage`) with a bot token. */
@@ -117,7 +127,11 @@ class SlackChat implements ChatClient {
   }
 
   async postMessage(channelId: string, text: string): Promise<string> {
-    const answer = await this.call('chat.postMessage', { channel: channelId, text }, 'json');
+    const answer = await this.call(
+      'chat.postMessage',
+      { channel: channelId, text: escapeSlackText(text) },
+      'json',
+    );
     if (!answer.ok)
       throw new ChatDeliveryError(`Slack chat.postMessage failed: ${answer.error ?? 'unknown error'}`);
     return answer.ts ?? '';
