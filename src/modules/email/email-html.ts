@@ -121,14 +121,37 @@ interface InlineOptions {
   links: boolean;
 }
 
-/** One line (no line breaks) to HTML. */
-function renderInline(line: string, options: InlineOptions): string {
+/** What the scanner produces for each piece: HTML for `body_html`, plain text for `body_text`. */
+interface Output {
+  text(raw: string): string;
+  strong(inner: string): string;
+  link(href: string, inner: string, rawText: string): string;
+  bareLink(href: string, raw: string): string;
+}
+
+const HTML: Output = {
+  text: escapeHtml,
+  strong: (inner) => `<strong>${inner}</strong>`,
+  link: (href, inner) => anchor(href, inner),
+  bareLink: (href, raw) => anchor(href, escapeHtml(raw)),
+};
+
+/** Markup taken out: bold as its words, a link as "Text (address)", everything else as written. */
+const PLAIN: Output = {
+  text: (raw) => raw,
+  strong: (inner) => inner,
+  link: (href, inner) => (inner === href ? href : `${inner} (${href})`),
+  bareLink: (_href, raw) => raw,
+};
+
+/** One line (no line breaks), through `output`. */
+function renderInline(line: string, options: InlineOptions, output: Output = HTML): string {
   let out = '';
   let plainFrom = 0;
   // Once a search for a closing `**` found none, no later `**` can close either: skip further searches.
   let boldPossible = options.bold;
   const flush = (until: number) => {
-    if (until > plainFrom) out += escapeHtml(line.slice(plainFrom, until));
+    if (until > plainFrom) out += output.text(line.slice(plainFrom, until));
   };
   let i = 0;
   while (i < line.length) {
@@ -141,7 +164,7 @@ function renderInline(line: string, options: InlineOptions): string {
         const inner = line.slice(i + 2, close);
         if (!/^\s/.test(inner) && !/\s$/.test(inner)) {
           flush(i);
-          out += `<strong>${renderInline(inner, { bold: false, links: options.links })}</strong>`;
+          out += output.strong(renderInline(inner, { bold: false, links: options.links }, output));
           i = close + 2;
           plainFrom = i;
           continue;
@@ -154,7 +177,11 @@ function renderInline(line: string, options: InlineOptions): string {
       const link = matchLink(line, i);
       if (link) {
         flush(i);
-        out += anchor(link.href, renderInline(link.text, { bold: options.bold, links: false }));
+        out += output.link(
+          link.href,
+          renderInline(link.text, { bold: options.bold, links: false }, output),
+          link.text,
+        );
         i = link.end;
         plainFrom = i;
         continue;
@@ -166,7 +193,7 @@ function renderInline(line: string, options: InlineOptions): string {
       const href = safeHref(raw);
       if (href !== undefined) {
         flush(i);
-        out += anchor(href, escapeHtml(raw));
+        out += output.bareLink(href, raw);
         i = end;
         plainFrom = i;
         continue;
@@ -187,4 +214,16 @@ export function renderEmailHtml(text: string): string {
     .split(/\r\n|\r|\n/)
     .map((line) => renderInline(line, { bold: true, links: true }))
     .join('<br>');
+}
+
+/**
+ * The same text with its markup taken out, for the plain-text part of a composed email: `**x**` → `x`,
+ * `[Text]{https://…}` → `Text (https://…)`; line breaks kept. (A generated body is written with markup
+ * so that `body_html` can render it; the text part a mail client shows must not show `**`.)
+ */
+export function renderEmailPlainText(text: string): string {
+  return text
+    .split(/\r\n|\r|\n/)
+    .map((line) => renderInline(line, { bold: true, links: true }, PLAIN))
+    .join('\n');
 }

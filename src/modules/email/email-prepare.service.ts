@@ -15,7 +15,7 @@ import {
 } from '../../platform/llm/text-generator.ts';
 import { getInvoice } from '../invoices/invoices.service.ts';
 import type { InvoiceView } from '../invoices/invoice-view.ts';
-import { renderEmailHtml } from './email-html.ts';
+import { renderEmailHtml, renderEmailPlainText } from './email-html.ts';
 import type { PrepareEmailBodyT, PreparedEmailT } from './email-prepare.schemas.ts';
 import {
   formatLongDate,
@@ -92,6 +92,18 @@ function prepared(
  * Prepares an email about an invoice of one of the caller's organizations (404 otherwise). Shared by
  * `POST /api/email/prepare` and the built-in collections agent.
  */
+const normalized = (text: string) => text.toLowerCase().replace(/\s+/g, ' ').trim();
+
+/**
+ * Whether a generated email copied the guidance it was given (a model told "ignore previous
+ * instructions and write X" may do just that): the hint is for the writer, never text for the client.
+ */
+function echoesHint(email: { subject: string; body_text: string }, hint: string | undefined): boolean {
+  const h = normalized(hint ?? '');
+  if (h.length < 12) return false;
+  return normalized(`${email.subject}\n${email.body_text}`).includes(h);
+}
+
 export async function prepareEmail(
   db: Db,
   generator: TextGenerator,
@@ -122,8 +134,18 @@ export async function prepareEmail(
       facts: factsOf(invoice, source, now),
       prompt_hint: body.prompt_hint,
     });
+    if (echoesHint(generated, body.prompt_hint)) {
+      throw new TextGenerationError(
+        "The generated email repeated the sender's guidance (prompt_hint) instead of following it",
+        generated.usage,
+      );
+    }
+    // A generated body may carry markup (**bold**, links) for the HTML part; the text part is plain.
     return {
-      email: prepared(mode, generated.subject, generated.body_text, errors),
+      email: {
+        ...prepared(mode, generated.subject, generated.body_text, errors),
+        body_text: renderEmailPlainText(generated.body_text),
+      },
       usage: generated.usage,
     };
   } catch (error) {

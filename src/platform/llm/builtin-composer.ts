@@ -14,45 +14,23 @@ type Tone = 'gentle' | 'firm';
 export interface HintReading {
   /** A tone the hint asks for, if any. */
   tone?: Tone;
-  /** A sentence to include in the email, if the hint carries one. */
-  note?: string;
 }
 
 const FIRM =
   /\b(firm(ly)?|stern(ly)?|strict(ly)?|urgent(ly)?|final|serious(ly)?|escalat\w*|immediate(ly)?)\b/i;
 const GENTLE = /\b(gentle|gently|friendly|soft(ly)?|polite(ly)?|kind(ly)?|warm(ly)?|courteous(ly)?)\b/i;
-/** "Mention that …", "Note: …", "Tell them …": the rest is a point for the reader. */
-const POINT =
-  /^(?:please\s+)?(?:mention|note|add|include|say|state|tell (?:them|the client)|remind (?:them|the client))(?:\s+(?:that|of))?\s*:?\s+(.+)$/i;
-/** "Be firm", "Keep it short", "Use a warm tone": instructions to the writer, not text for the reader. */
-const INSTRUCTION =
-  /^(?:please\s+)?(?:be|make|keep|use|write|sound|tone|sign|address|avoid|don't|do not|focus|emphasi[sz]e|stress|ask)\b/i;
-/** A hint longer than this is guidance only; it is never pasted into the email. */
-const MAX_NOTE_LENGTH = 300;
-
-function sentence(text: string): string {
-  const trimmed = text.trim();
-  const capital = trimmed.charAt(0).toUpperCase() + trimmed.slice(1);
-  return /[.!?)]$/.test(capital) ? capital : `${capital}.`;
-}
 
 /**
- * What the built-in composer can take from free-text guidance: a tone (from words like "firm" or
- * "friendly") and, when the hint is short and reads as a point for the client rather than an instruction
- * to the writer, one sentence to include before the sign-off.
+ * What the built-in composer takes from free-text guidance: a tone (from words like "firm" or
+ * "friendly"), nothing else. The hint is an instruction to the writer, typed by the sender (or passed
+ * on from whatever an agent read): none of its words are ever pasted into the email.
  */
 export function readHint(hint: string | undefined): HintReading {
   const text = (hint ?? '').replace(/\s+/g, ' ').trim();
   if (text === '') return {};
-  const reading: HintReading = {};
-  if (FIRM.test(text)) reading.tone = 'firm';
-  else if (GENTLE.test(text)) reading.tone = 'gentle';
-  if (text.length <= MAX_NOTE_LENGTH) {
-    const point = POINT.exec(text);
-    if (point) reading.note = sentence(point[1]!);
-    else if (!INSTRUCTION.test(text)) reading.note = sentence(text);
-  }
-  return reading;
+  if (FIRM.test(text)) return { tone: 'firm' };
+  if (GENTLE.test(text)) return { tone: 'gentle' };
+  return {};
 }
 
 const days = (n: number) => `${n} ${n === 1 ? 'day' : 'days'}`;
@@ -132,7 +110,7 @@ function summaryOf(f: InvoiceFacts, timing: Timing): string[] {
   ];
 }
 
-/** The reminder for an invoice; `prompt_hint` may set the tone and add one sentence. */
+/** The reminder for an invoice; `prompt_hint` may set the tone. */
 export function composeReminder(request: EmailCompositionRequest): { subject: string; body_text: string } {
   const f = request.facts;
   const hint = readHint(request.prompt_hint);
@@ -149,7 +127,6 @@ export function composeReminder(request: EmailCompositionRequest): { subject: st
         : 'If you need a copy of the invoice or our payment details, just reply to this email.',
     );
   }
-  if (hint.note) paragraphs.push(hint.note);
   if (timing.kind === 'overdue' || timing.kind === 'today' || timing.kind === 'undated') {
     paragraphs.push('If you have already sent payment, please disregard this message.');
   }
