@@ -221,7 +221,8 @@ export class LocalObjectStorage implements ObjectStorage {
     }
   }
 
-  async getObject(key: string): Promise<StoredObject | null> {
+  /** The object, or with `range` only bytes `start`…`end` (inclusive) of it (HTTP Range downloads). */
+  async getObject(key: string, range?: { start: number; end: number }): Promise<StoredObject | null> {
     const file = this.dataPath(key);
     const sidecar = await this.readSidecar(key);
     if (!sidecar) return null;
@@ -239,7 +240,7 @@ export class LocalObjectStorage implements ObjectStorage {
         await handle.close();
         return null;
       }
-      const body = handle.createReadStream({ autoClose: true });
+      const body = handle.createReadStream({ autoClose: true, ...(range ?? {}) });
       return { body, size: stat.size, contentType: sidecar.content_type };
     } catch (error) {
       await handle.close();

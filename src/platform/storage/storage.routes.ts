@@ -5,6 +5,7 @@ import { Type } from 'typebox';
 import type { App, AppDeps } from '../http/types.ts';
 import { LocalObjectStorage } from './local-storage.ts';
 import { receivePostUpload } from './post-upload.ts';
+import { parseRange } from './byte-range.ts';
 import { contentDisposition, EMBEDDED_ENDPOINT_PATH } from './storage.ts';
 
 const xmlEscape = (text: string) =>
@@ -79,9 +80,15 @@ export async function storageRoutes(app: App, deps: AppDeps) {
             description: 'The object, with its content type and `Content-Disposition: attachment`',
             content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
           },
+          206: {
+            description:
+              'The requested byte range (`Range: bytes=a-b`, `bytes=a-`, `bytes=-n`), with `Content-Range`',
+            content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+          },
           400: XmlError,
           403: XmlError,
           404: XmlError,
+          416: XmlError,
         },
       },
       config: { public: true },
@@ -93,12 +100,30 @@ export async function storageRoutes(app: App, deps: AppDeps) {
         headers: request.headers,
       });
       if (!result.ok) return sendS3Error(reply, result.status, result.code, result.message, result.key);
-      const { object } = result;
+      let { object } = result;
       const signed = result.contentDisposition;
+      const header = request.headers.range;
+      const range = parseRange(Array.isArray(header) ? header.join(',') : header, object.size);
+      reply.header('Accept-Ranges', 'bytes');
+      if (range.kind === 'unsatisfiable') {
+        object.body.destroy();
+        reply.header('Content-Range', `bytes */${object.size}`);
+        return sendS3Error(reply, 416, 'InvalidRange', 'The requested range is not satisfiable', result.key);
+      }
+      if (range.kind === 'partial') {
+        // Reopened for the range: the signature was checked on the same key a moment ago.
+        object.body.destroy();
+        const part = await storage.getObject(result.key, range);
+        if (!part)
+          return sendS3Error(reply, 404, 'NoSuchKey', 'The specified key does not exist.', result.key);
+        object = part;
+        reply.code(206).header('Content-Range', `bytes ${range.start}-${range.end}/${part.size}`);
+      }
+      const length = range.kind === 'partial' ? range.end - range.start + 1 : object.size;
       return (
         reply
           .header('Content-Type', object.contentType)
-          .header('Content-Length', object.size)
+          .header('Content-Length', length)
           .header(
             'Content-Disposition',
             signed && SAFE_HEADER_VALUE.test(signed)
