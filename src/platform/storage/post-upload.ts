@@ -1,4 +1,5 @@
 import crypto from 'node:crypto';
+import path from 'node:path';
 import { createWriteStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import { Transform } from 'node:stream';
@@ -102,6 +103,16 @@ export async function receivePostUpload(
         part.file.destroy();
         return { ...verdict, closeConnection: true };
       }
+      // As S3: `${filename}` in the key becomes the uploaded file's name; the policy was checked against
+      // the key as sent. The name is the part's file name without any directory a client put in it.
+      const key = verdict.key.replace(
+        /\$\{filename\}/g,
+        path.posix.basename((part.filename ?? '').replace(/\\/g, '/')),
+      );
+      if (key === '' || key.length > 1024) {
+        part.file.destroy();
+        return failure(400, 'InvalidArgument', 'The key, with ${filename} replaced, is empty or too long');
+      }
       const tmp = storage.newUploadPath();
       try {
         let size = 0;
@@ -131,10 +142,10 @@ export async function receivePostUpload(
             false,
           );
         }
-        await storage.adoptUpload(verdict.key, tmp, { contentType: verdict.contentType, size });
+        await storage.adoptUpload(key, tmp, { contentType: verdict.contentType, size });
         return {
           ok: true,
-          key: verdict.key,
+          key,
           size,
           etag: md5.digest('hex'),
           successStatus: verdict.successStatus,
