@@ -191,10 +191,15 @@ function trustProxy(env: Env): boolean | number | string[] {
   const lower = raw.toLowerCase();
   if (['1', 'true', 'yes', 'on'].includes(lower)) return true;
   if (['0', 'false', 'no', 'off'].includes(lower)) return false;
-  const list = raw.split(',').map((a) => a.trim()).filter(Boolean);
+  const list = raw
+    .split(',')
+    .map((a) => a.trim())
+    .filter(Boolean);
   for (const entry of list) {
     if (!/^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(entry)) {
-      throw new ConfigError(`TRUST_PROXY must be true, false, a hop count or addresses/CIDRs, got "${entry}"`);
+      throw new ConfigError(
+        `TRUST_PROXY must be true, false, a hop count or addresses/CIDRs, got "${entry}"`,
+      );
     }
   }
   return list;
