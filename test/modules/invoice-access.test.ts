@@ -244,3 +244,27 @@ describe('the receivable list finds a client by name and by uid', () => {
     expect((await ar(`client_uid=${crypto.randomUUID()}`)).body.items).toEqual([]);
   });
 });
+
+describe('work tasks link only invoices the caller may see', () => {
+  it('a member linking a hidden payable gets the same 422 as for an invoice that does not exist', async () => {
+    const link = (uid: string) =>
+      call(t.app, 'POST', '/api/work-tasks', {
+        key: member,
+        body: { title: 'Follow up', context_entities: [{ entity_type: 'invoice', entity_uid: uid }] },
+      });
+    const hidden = await link(unassigned);
+    const missing = await link(crypto.randomUUID());
+    expectErrorBody(hidden, 422, 'validation_failed');
+    expectErrorBody(missing, 422, 'validation_failed');
+    expect(hidden.body.errors[0].message.replace(unassigned, 'X')).toBe(
+      missing.body.errors[0].message.replace(/invoice \S+/, 'invoice X'),
+    );
+    expect((await link(assigned)).status).toBe(201);
+    // An admin links any invoice of the organization.
+    const byAdmin = await call(t.app, 'POST', '/api/work-tasks', {
+      key: admin,
+      body: { title: 'Check', context_entities: [{ entity_type: 'invoice', entity_uid: unassigned }] },
+    });
+    expect(byAdmin.status, byAdmin.raw).toBe(201);
+  });
+});

@@ -158,6 +158,8 @@ export async function existingEntityKeys(
   db: DbOrTx,
   organizationUid: string,
   entities: EntityRef[],
+  /** The invoice access rule for the caller (a member links only invoices they may see). */
+  visibleInvoices?: SQL,
 ): Promise<Set<string>> {
   const invoiceUids = entities.filter((e) => e.entity_type === 'invoice').map((e) => e.entity_uid);
   const partyUids = entities.filter((e) => e.entity_type === 'party').map((e) => e.entity_uid);
@@ -166,7 +168,13 @@ export async function existingEntityKeys(
     const rows = await db
       .select({ uid: invoices.uid })
       .from(invoices)
-      .where(and(eq(invoices.organizationUid, organizationUid), inArray(invoices.uid, invoiceUids)));
+      .where(
+        and(
+          eq(invoices.organizationUid, organizationUid),
+          inArray(invoices.uid, invoiceUids),
+          visibleInvoices,
+        ),
+      );
     for (const r of rows) found.add(`invoice:${r.uid}`);
   }
   if (partyUids.length > 0) {

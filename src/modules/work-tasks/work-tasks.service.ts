@@ -5,6 +5,7 @@ import { AppError, notFound, validationFailed, type FieldError } from '../../pla
 import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, type AgentRow } from '../agents/agents.repository.ts';
 import { requestRun, runBlocker } from '../agents/agent-runs.service.ts';
+import { visibleInOrganization } from '../invoices/invoice-access.ts';
 import * as repo from './work-tasks.repository.ts';
 import type {
   AssignInputT,
@@ -193,13 +194,20 @@ async function resolveContextEntities(
   db: DbOrTx,
   organizationUid: string,
   input: ContextEntityInputT[],
+  /** A person's call: invoices they may not see are refused like ones that do not exist. */
+  ctx?: RequestContext,
 ): Promise<repo.EntityRef[]> {
   const seen = new Set<string>();
   const entities = input.filter((e) => {
     const key = `${e.entity_type}:${e.entity_uid}`;
     return seen.has(key) ? false : (seen.add(key), true);
   });
-  const found = await repo.existingEntityKeys(db, organizationUid, entities);
+  const found = await repo.existingEntityKeys(
+    db,
+    organizationUid,
+    entities,
+    ctx ? visibleInOrganization(db, ctx) : undefined,
+  );
   const errors: FieldError[] = [];
   input.forEach((e, i) => {
     if (!found.has(`${e.entity_type}:${e.entity_uid}`))
@@ -233,7 +241,7 @@ export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBo
   const actor = userActor(ctx);
   return db.transaction(async (tx) => {
     const assignee = await resolveAssignee(tx, org, body.assign_to);
-    const entities = await resolveContextEntities(tx, org, body.context_entities ?? []);
+    const entities = await resolveContextEntities(tx, org, body.context_entities ?? [], ctx);
     const task = await repo.insertTask(tx, {
       organizationUid: org,
       type: 'task',
@@ -377,7 +385,7 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
     }
   }
   if (body.context_entities !== undefined) {
-    const next = await resolveContextEntities(tx, org, body.context_entities);
+    const next = await resolveContextEntities(tx, org, body.context_entities, ctx);
     const before = (await repo.loadContextEntities(tx, org, [task.uid])).map((e) => ({
       entity_type: e.entity_type,
       entity_uid: e.entity_uid,
