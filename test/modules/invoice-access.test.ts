@@ -6,8 +6,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
 /**
  * One access rule for invoices on every path (issue 14, docs/authentication.md): admins see every
- * invoice of their organization; members every receivable, and only the payables assigned to them
- * (assignee or responsible). Approving a payable needs an admin or its responsible user; with
+ * invoice of their organization; members only those assigned to them (assignee or responsible). Approving a payable needs an admin or its responsible user; with
  * segregation of duties, never the user who entered it.
  */
 let t: TestApp;
@@ -19,6 +18,7 @@ let secondAdmin: string;
 let vendor: string;
 let client: string;
 let receivable: string;
+let hiddenReceivable: string;
 let unassigned: string;
 let assigned: string;
 let responsibleOf: string;
@@ -63,6 +63,14 @@ beforeAll(async () => {
       invoice_number: `AR-ACCESS-1`,
       currency: 'USD',
       client_party_uid: client,
+      assignee_user_uids: [p.orgA.member.userUid],
+    })
+  ).uid;
+  hiddenReceivable = (
+    await post(admin, '/api/invoices', {
+      invoice_type: 'ACCOUNTS_RECEIVABLE',
+      invoice_number: 'AR-HIDDEN-1',
+      currency: 'USD',
     })
   ).uid;
   unassigned = (await payable({ invoice_number: 'AP-HIDDEN-1' })).uid;
@@ -81,7 +89,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-describe('a payable not assigned to a member answers 404 on every path, exactly like a foreign one', () => {
+describe('an invoice not assigned to a member answers 404 on every path, exactly like a foreign one', () => {
   const paths = (uid: string) =>
     [
       ['GET', `/api/invoices/${uid}`, undefined],
@@ -138,10 +146,15 @@ describe('a payable not assigned to a member answers 404 on every path, exactly 
 });
 
 describe('what a member sees', () => {
-  it('every receivable, the payables assigned to them or that they are responsible for', async () => {
+  it('the invoices assigned to them or that they are responsible for, receivable or payable', async () => {
     for (const uid of [receivable, assigned, responsibleOf]) {
       expect((await call(t.app, 'GET', `/api/invoices/${uid}`, { key: member })).status, uid).toBe(200);
     }
+    expectErrorBody(
+      await call(t.app, 'GET', `/api/invoices/${hiddenReceivable}`, { key: member }),
+      404,
+      'not_found',
+    );
     const ap = await call(t.app, 'GET', `/api/organization/${p.orgA.uid}/ap-invoices?per_page=100`, {
       key: member,
     });
@@ -150,7 +163,7 @@ describe('what a member sees', () => {
     const ar = await call(t.app, 'GET', `/api/organization/${p.orgA.uid}/ar-invoices?per_page=100`, {
       key: member,
     });
-    expect(ar.body.items.map((i: { uid: string }) => i.uid)).toContain(receivable);
+    expect(ar.body.items.map((i: { uid: string }) => i.uid)).toEqual([receivable]);
   });
 
   it('search and the work-task context search find only what the member may see', async () => {

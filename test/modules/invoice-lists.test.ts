@@ -322,7 +322,13 @@ async function buildDataset(t: TestApp, p: Principals): Promise<Dataset> {
     uidOf[label] = created.uid;
     for (const [status, who] of s.then ?? []) {
       await sleep(3); // distinct approval/registration instants, so ranges can split them
+      // Under the invoice rule a member acts on a payable only while responsible for it: the admin
+      // makes the member responsible for the step, then puts it back.
+      const responsible = (uid: string | null) =>
+        ok(200, 'PUT', `/api/invoices/${created.uid}`, { responsible_user_uid: uid }, keyOf.admin);
+      if (who === 'member') await responsible(userUid.member!);
       const updated = await ok(200, 'PUT', `/api/invoices/${created.uid}`, { status }, keyOf[who]);
+      if (who === 'member') await responsible(s.responsible ? userUid[s.responsible]! : null);
       if (status === 'approved') approvalDate[label] = updated.approval_date;
       if (status === 'registered') registrationDate[label] = updated.registration_date;
     }

@@ -7,15 +7,16 @@ import { invoiceAssignees, invoices } from './invoices.tables.ts';
 /**
  * Who may see an invoice — the one rule every path goes through (lists, GET, PUT, line items, comments,
  * attachments, payments, email prepare, search, the work-task context search; docs/authentication.md):
- * in each organization, admins see every invoice; members see every receivable, and only the payables
- * assigned to them (listed in `assignee_user_uids`, or `responsible`). An invoice the caller may not see
+ * in each organization, admins see every invoice; members see only the invoices assigned to them
+ * (listed in `assignee_user_uids`, or `responsible`), receivable or payable — the rule of the AP list
+ * (interface 4.7), which the AR list already followed. An invoice the caller may not see
  * answers 404 exactly like another organization's. The role that counts is the caller's role in the
  * invoice's organization.
  */
 export interface InvoiceReader {
   /** Organizations where the caller is an admin: every invoice. */
   adminOrganizationUids: string[];
-  /** Organizations where the caller is a member: receivables, and payables assigned to them. */
+  /** Organizations where the caller is a member: the invoices assigned to them. */
   memberOrganizationUids: string[];
   userUid: string;
   userId: number;
@@ -34,7 +35,7 @@ export function invoiceReader(principal: Principal): InvoiceReader {
   };
 }
 
-/** A payable assigned to the user: listed as an assignee, or the responsible user. */
+/** An invoice assigned to the user: listed as an assignee, or the responsible user. */
 function assignedTo(db: DbOrTx, userUid: string, userId: number): SQL {
   return or(
     eq(invoices.responsible, userId),
@@ -63,7 +64,7 @@ export function visibleInvoices(db: DbOrTx, reader: InvoiceReader): SQL {
     conditions.push(
       and(
         inArray(invoices.organizationUid, reader.memberOrganizationUids),
-        or(eq(invoices.invoiceType, 'ACCOUNTS_RECEIVABLE'), assignedTo(db, reader.userUid, reader.userId)),
+        assignedTo(db, reader.userUid, reader.userId),
       )!,
     );
   }
@@ -71,30 +72,23 @@ export function visibleInvoices(db: DbOrTx, reader: InvoiceReader): SQL {
 }
 
 /**
- * The rule inside one organization (lists, search): nothing to add for an admin; for a member,
- * receivables or payables assigned to them.
+ * The rule inside one organization (lists, search): nothing to add for an admin; for a member, the
+ * invoices assigned to them.
  */
 export function visibleInOrganization(db: DbOrTx, ctx: RequestContext): SQL | undefined {
   if (ctx.role === 'admin') return undefined;
-  return or(
-    eq(invoices.invoiceType, 'ACCOUNTS_RECEIVABLE'),
-    assignedTo(db, ctx.principal.user.uid, ctx.principal.user.id),
-  );
+  return assignedTo(db, ctx.principal.user.uid, ctx.principal.user.id);
 }
 
 /** The rule for one row already read with its assignees (the one-statement GET). */
 export function mayRead(
   reader: InvoiceReader,
-  invoice: { organizationUid: string; invoiceType: string; responsible: number | null },
+  invoice: { organizationUid: string; responsible: number | null },
   assigneeUids: string[],
 ): boolean {
   if (reader.adminOrganizationUids.includes(invoice.organizationUid)) return true;
   if (!reader.memberOrganizationUids.includes(invoice.organizationUid)) return false;
-  return (
-    invoice.invoiceType === 'ACCOUNTS_RECEIVABLE' ||
-    invoice.responsible === reader.userId ||
-    assigneeUids.includes(reader.userUid)
-  );
+  return invoice.responsible === reader.userId || assigneeUids.includes(reader.userUid);
 }
 
 /**

@@ -149,8 +149,7 @@ async function conditionsFor(
     eq(invoices.organizationUid, ctx.organizationUid),
     eq(invoices.invoiceType, type),
   ];
-  // The one access rule (invoice-access.ts): admins see every invoice; members every receivable and
-  // the payables assigned to them.
+  // The one access rule (invoice-access.ts): admins see every invoice; members those assigned to them.
   const visible = visibleInOrganization(db, ctx);
   if (visible) conditions.push(visible);
   const statuses = commaList(q.status);
