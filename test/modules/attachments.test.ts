@@ -335,6 +335,12 @@ describe('POST /api/invoices/{uid}/attachments', () => {
 
   it('a member may upload (invoices:write), uploaded_by is their id', async () => {
     const memberId = (await call(t.app, 'GET', '/api/me', { key: p.orgA.member.key })).body.data.user.id;
+    // A member works on the invoices assigned to them (docs/authentication.md).
+    const assign = await call(t.app, 'PUT', `/api/invoices/${invoiceA}`, {
+      key: p.orgA.admin.key,
+      body: { assignee_user_uids: [p.orgA.member.userUid] },
+    });
+    expect(assign.status, assign.raw).toBe(200);
     const res = await upload(invoiceA, [['file', pdf()]], { key: p.orgA.member.key });
     expect(res.status).toBe(201);
     expect(res.body.data.uploaded_by).toBe(memberId);

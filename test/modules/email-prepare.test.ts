@@ -264,6 +264,13 @@ describe('POST /api/email/prepare, template mode', () => {
     const writer = await f.p.keyWithScopes(['email:write']);
     expect((await prepare(body, writer)).body.body_text).toBe(f.overdueNumber);
     const memberWriter = await f.p.keyWithScopes(['email:write'], 'member');
+    // A member prepares email about the invoices assigned to them; another one is a 404.
+    expectErrorBody(await prepare(body, memberWriter), 404, 'not_found');
+    const assign = await call(f.t.app, 'PUT', `/api/invoices/${f.overdue}`, {
+      key: f.p.orgA.admin.key,
+      body: { assignee_user_uids: [f.p.orgA.member.userUid] },
+    });
+    expect(assign.status, assign.raw).toBe(200);
     expect((await prepare(body, memberWriter)).status).toBe(200);
     expectErrorBody(await prepare(body, await f.p.keyWithScopes(['email:read', 'invoices:read'])), 403);
   });

@@ -72,6 +72,8 @@ const newInvoice = (body: Record<string, unknown> = {}) =>
       { context_type: 'PRODUCT', sku: 'HOUR', quantity: 4 },
       { context_type: 'DISCOUNT', sku: 'LOYAL' },
     ],
+    // The member comments here too: members work on the invoices assigned to them.
+    assignee_user_uids: [p.orgA.member.userUid],
     ...body,
   });
 const getInvoice = async (uid: string, key = p.orgA.admin.key) =>
