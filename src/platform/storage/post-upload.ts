@@ -126,9 +126,13 @@ export async function receivePostUpload(
             callback(null, chunk);
           },
         });
+        const out = createWriteStream(tmp, { flags: 'wx', mode: 0o600 });
         try {
-          await pipeline(part.file, counter, createWriteStream(tmp, { flags: 'wx', mode: 0o600 }));
+          await pipeline(part.file, counter, out);
         } catch (error) {
+          // A pipeline that failed early may not have opened the file yet; the open still happens and
+          // would recreate the file after it is removed below. Wait until the stream is closed.
+          if (!out.closed) await new Promise<void>((resolve) => out.once('close', () => resolve()));
           if (error instanceof TooLarge) {
             return failure(400, 'EntityTooLarge', 'Your proposed upload exceeds the maximum allowed size');
           }
