@@ -2,7 +2,11 @@ import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
+import { afterCommit } from '../../src/platform/db/request-scope.ts';
+import { AppError } from '../../src/platform/http/errors.ts';
+import { idempotencyKeys } from '../../src/platform/http/idempotency.tables.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { testDatabaseUrl } from '../helpers/test-database.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
@@ -11,12 +15,35 @@ let p: Principals;
 
 // Test routes: how often each ran, a route that fails once, and one that waits for a gate.
 let runs = 0;
+const effects: string[] = [];
 let failNext = false;
 let gate: { entered: () => void; release: Promise<void> } | null = null;
 
 beforeAll(async () => {
   t = await createTestApp({
-    beforeReady: (app) => {
+    beforeReady: (app, deps) => {
+      // Writes a row, queues an effect for after commit, then answers as the body says.
+      app.post<{ Body: { mark: string; answer: number; deferredWrite?: boolean } }>(
+        '/api/test-unit',
+        { config: { idempotency: 'transaction' } },
+        async (request, reply) => {
+          const { db } = deps.database;
+          await db.execute(sql`insert into test_unit_marks (mark) values (${request.body.mark})`);
+          await afterCommit(() => effects.push(request.body.mark));
+          const status = request.body.answer;
+          if (status >= 500) throw new Error('failed after writing');
+          if (status >= 400) throw new AppError('invalid_state', 'refused after writing');
+          return reply.code(status).send({ status: 'success', status_code: status, message: 'ok', data: {} });
+        },
+      );
+      app.post<{ Body: { mark: string } }>(
+        '/api/test-deferred-plain-write',
+        { config: { idempotency: 'deferred' } },
+        async (request, reply) => {
+          await deps.database.db.insert(idempotencyKeys).values([]);
+          return reply.code(201).send({ status: 'success', status_code: 201, message: 'ok', data: {} });
+        },
+      );
       app.post('/api/test-counter', async (request, reply) => {
         runs += 1;
         if (failNext) {
@@ -32,9 +59,24 @@ beforeAll(async () => {
           .code(201)
           .send({ status: 'success', status_code: 201, message: 'ok', data: { run: runs } });
       });
+      // A route that waits (as for an outside service) before it writes: no transaction is open meanwhile.
+      app.post('/api/test-deferred', { config: { idempotency: 'deferred' } }, async (_request, reply) => {
+        runs += 1;
+        if (gate) {
+          const g = gate;
+          g.entered();
+          await g.release;
+        }
+        const run = runs;
+        await deps.database.db.transaction(async (tx) => {
+          await tx.execute(sql`select 1`);
+        });
+        return reply.code(201).send({ status: 'success', status_code: 201, message: 'ok', data: { run } });
+      });
     },
   });
   p = await createPrincipals(t);
+  await t.db.execute(sql`create table test_unit_marks (mark text not null)`);
 });
 afterAll(async () => t?.close());
 
@@ -145,14 +187,17 @@ describe('same key, different body', () => {
 });
 
 describe('while the first request is still running → 409', () => {
-  it('a real concurrent request: 409 idempotency_key_in_use, then the result is replayed', async () => {
+  /** Sends `path` with key `k`, holds it inside its handler, and checks a twin sent meanwhile. */
+  async function twinWhileRunning(path: string) {
     const k = idem();
+    const send = () =>
+      call(t.app, 'POST', path, { key: p.orgA.admin.key, body: { a: 1 }, headers: { 'idempotency-key': k } });
     let entered!: () => void;
     const inHandler = new Promise<void>((resolve) => (entered = resolve));
     let release!: () => void;
     gate = { entered, release: new Promise<void>((resolve) => (release = resolve)) };
     try {
-      const pending = counter(k);
+      const pending = send();
       // Wait until the first request is inside its handler (fail fast if it answered without getting there).
       await Promise.race([
         inHandler,
@@ -161,24 +206,36 @@ describe('while the first request is still running → 409', () => {
         }),
       ]);
       const runsWhileRunning = runs;
-      const second = await counter(k);
+      const second = await send();
       expectErrorBody(second, 409, 'idempotency_key_in_use');
       expect(runs).toBe(runsWhileRunning);
       release();
       const first = await pending;
       expect(first.status).toBe(201);
       gate = null;
-      const third = await counter(k);
+      const third = await send();
       expect(replayed(third)).toBe('true');
       expect(third.body).toEqual(first.body);
     } finally {
       gate = null;
       release?.();
     }
+  }
+
+  it('a twin of a request waiting before its transaction: 409 idempotency_key_in_use, then the replay', async () => {
+    await twinWhileRunning('/api/test-deferred');
   });
 
-  it('an in_flight row inserted directly → 409; once abandoned (> 120 s) it is claimed again', async () => {
-    // Take the request hash of this body from a completed request, then claim a new key by hand.
+  // On the embedded database the first request's transaction holds the only connection, so its twin
+  // cannot even be authenticated until it commits (and then gets the replay).
+  it.runIf(testDatabaseUrl !== undefined)(
+    'PostgreSQL: a twin of a request inside its transaction is 409 at once, then replayed',
+    async () => {
+      await twinWhileRunning('/api/test-counter');
+    },
+  );
+
+  it('a claim row of the earlier three-commit design is not an answer: the request runs and replaces it', async () => {
     const body = { name: 'In flight' };
     const done = idem();
     expect((await createKey(body, done)).status).toBe(200);
@@ -192,19 +249,14 @@ describe('while the first request is still running → 409', () => {
       values (${p.orgA.uid}, ${row!.api_key_uid}, 'POST', '/api/api-keys', ${k}, ${row!.request_hash},
               'in_flight', now() + interval '24 hours')`);
     const before = await keyCount();
-    expectErrorBody(await createKey(body, k), 409, 'idempotency_key_in_use');
-    // A different body while in flight: the body mismatch is reported first.
-    expectErrorBody(await createKey({ name: 'Other' }, k), 422, 'idempotency_key_reused');
-    expect(await keyCount()).toBe(before);
-
-    await t.db.execute(
-      sql`update idempotency_keys set created_at = now() - interval '121 seconds' where idempotency_key = ${k}`,
-    );
     const retried = await createKey(body, k);
     expect(retried.status).toBe(200);
     expect(replayed(retried)).toBeUndefined();
     expect(retried.body.data.key).toEqual(expect.any(String));
     expect(await keyCount()).toBe(before + 1);
+    const [stored] = await storedRows(k);
+    expect(stored).toMatchObject({ state: 'done', response_status: 200 });
+    expect((await createKey(body, k)).body.data.uid).toBe(retried.body.data.uid);
   });
 
   it('a kept response older than 24 h is not replayed: the request runs again', async () => {
@@ -379,5 +431,73 @@ describe('error responses and idempotency (what the service does)', () => {
       401,
     );
     expect(await storedRows(k)).toEqual([]);
+  });
+});
+
+describe('the key, the writes and the stored answer commit together', () => {
+  const unit = (mark: string, answer: number, k = idem()) =>
+    call(t.app, 'POST', '/api/test-unit', {
+      key: p.orgA.admin.key,
+      body: { mark, answer },
+      headers: { 'idempotency-key': k },
+    });
+  const marks = async (mark: string) => {
+    const result = await t.db.execute(
+      sql`select count(*)::int as n from test_unit_marks where mark = ${mark}`,
+    );
+    return (result as unknown as { rows: { n: number }[] }).rows[0]!.n;
+  };
+
+  it('a success: the write, the stored answer and then the effect after commit', async () => {
+    const k = idem();
+    const res = await unit('ok-1', 201, k);
+    expect(res.status).toBe(201);
+    expect(await marks('ok-1')).toBe(1);
+    expect(effects).toContain('ok-1');
+    expect(await storedRows(k)).toEqual([expect.objectContaining({ state: 'done', response_status: 201 })]);
+    expect(replayed(await unit('ok-1', 201, k))).toBe('true');
+    expect(await marks('ok-1')).toBe(1);
+  });
+
+  it('a server error after writing: nothing is kept — no write, no answer, no effect — and a retry runs', async () => {
+    const k = idem();
+    expect((await unit('fail-1', 500, k)).status).toBe(500);
+    expect(await marks('fail-1')).toBe(0);
+    expect(effects).not.toContain('fail-1');
+    expect(await storedRows(k)).toEqual([]);
+    const retry = await unit('fail-1', 201, k);
+    expect(retry.status).toBe(201);
+    expect(replayed(retry)).toBeUndefined();
+    expect(await marks('fail-1')).toBe(1);
+  });
+
+  it('a 4xx after writing keeps what was written with the stored answer, as without a key', async () => {
+    const k = idem();
+    const refused = await unit('refused-1', 409, k);
+    expectErrorBody(refused, 409, 'invalid_state');
+    expect(await marks('refused-1')).toBe(1);
+    const again = await unit('refused-1', 409, k);
+    expect(replayed(again)).toBe('true');
+    expect(again.raw).toBe(refused.raw);
+    expect(await marks('refused-1')).toBe(1);
+  });
+
+  it('without a key each request commits on its own, as before', async () => {
+    const res = await call(t.app, 'POST', '/api/test-unit', {
+      key: p.orgA.admin.key,
+      body: { mark: 'plain-1', answer: 500 },
+    });
+    expect(res.status).toBe(500);
+    expect(await marks('plain-1')).toBe(1);
+    expect(effects).toContain('plain-1');
+  });
+
+  it('a deferred route that writes outside db.transaction() is refused (500), so the rule cannot be broken quietly', async () => {
+    const res = await call(t.app, 'POST', '/api/test-deferred-plain-write', {
+      key: p.orgA.admin.key,
+      body: { mark: 'x' },
+      headers: { 'idempotency-key': idem() },
+    });
+    expect(res.status).toBe(500);
   });
 });

@@ -35,7 +35,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 201: AgentEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'agents:write' },
+      config: { scope: 'agents:write', idempotency: 'deferred' },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);

@@ -2,6 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { rawQuery } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
+import { afterCommit } from '../../platform/db/request-scope.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, type AgentRow } from './agents.repository.ts';
@@ -45,7 +46,13 @@ export function isSwitchedOn(agent: AgentRow, event: NotificationEvent): boolean
  */
 export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.NotificationRow | null> {
   const row = await recordNotice(deps.db, deps.chat, notice);
-  return row ? deliver(deps, row) : null;
+  if (!row) return null;
+  // Posted once the notification's writes have committed (at once outside a request's unit of work).
+  let delivered = row;
+  await afterCommit(async () => {
+    delivered = await deliver(deps, row);
+  });
+  return delivered;
 }
 
 /**

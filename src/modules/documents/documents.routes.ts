@@ -57,7 +57,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
           body: { content: { 'multipart/form-data': { schema: DocumentUploadForm } } },
           response: { 201: DocumentEnvelope, ...errorResponses },
         },
-        config: { scope: 'knowledge:write' },
+        config: { scope: 'knowledge:write', idempotency: 'deferred' },
         preValidation: readUploadForm,
         onResponse: releaseSpooledFiles,
         onRequestAbort: releaseSpooledFiles,

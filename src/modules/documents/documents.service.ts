@@ -80,17 +80,20 @@ export async function createDocument(
   });
   let row: repo.DocumentRow;
   try {
-    row = await repo.insertDocument(deps.db, {
-      uid,
-      organizationUid: ctx.organizationUid,
-      filename: input.filename,
-      documentName: input.documentName?.trim() || input.filename,
-      contentType: input.contentType,
-      fileSize: input.size,
-      sha256: input.sha256,
-      storageKey: key,
-      uploadedByUid: ctx.principal.user.uid,
-    });
+    // One transaction, so that under an Idempotency-Key the row and the stored answer commit together.
+    row = await deps.db.transaction((tx) =>
+      repo.insertDocument(tx, {
+        uid,
+        organizationUid: ctx.organizationUid,
+        filename: input.filename,
+        documentName: input.documentName?.trim() || input.filename,
+        contentType: input.contentType,
+        fileSize: input.size,
+        sha256: input.sha256,
+        storageKey: key,
+        uploadedByUid: ctx.principal.user.uid,
+      }),
+    );
   } catch (error) {
     try {
       await deps.storage.deleteObject(key);

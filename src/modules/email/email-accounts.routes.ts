@@ -27,7 +27,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
         body: CreateEmailAccountBody,
         response: { 201: EmailAccountEnvelope, ...errorResponses },
       },
-      config: { scope: 'email:write' },
+      config: { scope: 'email:write', idempotency: 'deferred' },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);

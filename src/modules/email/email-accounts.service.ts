@@ -53,12 +53,15 @@ export async function createEmailAccount(
   requireAdmin(ctx);
   const smtpUrl = body.smtp_url === undefined ? null : await checkSmtpUrl(body.smtp_url, options);
   try {
-    const row = await repo.insertAccount(db, {
-      organizationUid: ctx.organizationUid,
-      email: body.email.trim(),
-      displayName: body.display_name.trim(),
-      smtpUrl,
-    });
+    // In a transaction: the route is `deferred` (the SMTP host was looked up above, outside it).
+    const row = await db.transaction((tx) =>
+      repo.insertAccount(tx, {
+        organizationUid: ctx.organizationUid,
+        email: body.email.trim(),
+        displayName: body.display_name.trim(),
+        smtpUrl,
+      }),
+    );
     return toEmailAccountView(row);
   } catch (error) {
     if (isUniqueViolation(error)) {

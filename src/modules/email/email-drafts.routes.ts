@@ -28,7 +28,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
         body: SaveDraftBody,
         response: { 200: draftRef, 201: draftRef, ...errorResponses },
       },
-      config: { scope: 'email:write' },
+      config: { scope: 'email:write', idempotency: 'deferred' },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);

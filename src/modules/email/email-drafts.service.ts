@@ -1,3 +1,4 @@
+import { afterCommit } from '../../platform/db/request-scope.ts';
 import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
@@ -256,8 +257,12 @@ interface Superseded {
 
 async function cleanUp(deps: EmailDraftDeps, replaced: Superseded | undefined) {
   if (!replaced) return;
-  await cancelJob(deps, replaced.jobId);
-  await removeObjects(deps, replaced.attachments);
+  const { jobId, attachments } = replaced;
+  // Only once the change has committed: a request's unit of work may still roll it back.
+  await afterCommit(async () => {
+    await cancelJob(deps, jobId);
+    await removeObjects(deps, attachments);
+  });
 }
 
 export async function getDraft(db: Db, ctx: RequestContext, uid: string): Promise<EmailDraftView> {

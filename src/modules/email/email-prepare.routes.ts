@@ -44,7 +44,7 @@ export async function emailPrepareRoutes(
         response: { 200: Type.Ref('PreparedEmail'), ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'email:write' },
+      config: { scope: 'email:write', idempotency: 'deferred' },
     },
     async (request) => (await prepareEmail(db, generator, request.tenant(), request.body)).email,
   );

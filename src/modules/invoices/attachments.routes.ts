@@ -76,7 +76,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
           body: { content: { 'multipart/form-data': { schema: UploadForm } } },
           response: { 201: AttachmentEnvelope, ...errorResponses },
         },
-        config: { scope: 'invoices:write' },
+        config: { scope: 'invoices:write', idempotency: 'deferred' },
         preValidation: readUploadForm,
         onResponse: releaseSpooledFiles,
         onRequestAbort: releaseSpooledFiles,

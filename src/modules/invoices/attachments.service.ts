@@ -101,18 +101,21 @@ export async function createAttachment(
   });
   let row: repo.AttachmentRow;
   try {
-    row = await repo.insertAttachment(deps.db, {
-      uid,
-      organizationUid: invoice.organizationUid,
-      invoiceUid: invoice.uid,
-      filename: input.filename,
-      contentType: input.contentType,
-      fileSize: input.size,
-      storageKey: key,
-      uploadedBy: ctx.principal.user.id,
-      description: input.description,
-      isPublic: input.isPublic,
-    });
+    // One transaction, so that under an Idempotency-Key the row and the stored answer commit together.
+    row = await deps.db.transaction((tx) =>
+      repo.insertAttachment(tx, {
+        uid,
+        organizationUid: invoice.organizationUid,
+        invoiceUid: invoice.uid,
+        filename: input.filename,
+        contentType: input.contentType,
+        fileSize: input.size,
+        storageKey: key,
+        uploadedBy: ctx.principal.user.id,
+        description: input.description,
+        isPublic: input.isPublic,
+      }),
+    );
   } catch (error) {
     try {
       await deps.storage.deleteObject(key);

@@ -65,7 +65,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         body: ConfirmBody,
         response: { 202: ConfirmResponse, ...errorResponses },
       },
-      config: { scope: 'knowledge:write' },
+      config: { scope: 'knowledge:write', idempotency: 'deferred' },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);

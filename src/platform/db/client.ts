@@ -8,6 +8,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
 import * as schema from './schema.ts';
+import { inRequestTransaction, scopedDb } from './request-scope.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -61,7 +62,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // …nor one that is checked out (pg-pool drops its own listener then): a terminated backend then
     // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const db = drizzleNodePg(pool, { schema }) as unknown as Db;
+    const db = scopedDb(drizzleNodePg(pool, { schema }) as unknown as Db);
     return {
       kind: 'postgres',
       db,
@@ -80,7 +81,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     extensions,
   });
   await lite.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
-  const db = drizzlePglite(lite, { schema }) as unknown as Db;
+  const db = scopedDb(drizzlePglite(lite, { schema }) as unknown as Db);
   return {
     kind: 'pglite',
     db,
@@ -124,6 +125,8 @@ export async function preparedQuery<T>(
   text: string,
   values: unknown[],
 ): Promise<T[]> {
+  // In a request's unit of work the statement must see (and, on PGlite, wait for) its transaction.
+  if (inRequestTransaction()) return rawQuery<T>(database.db, text, values);
   if (database.pool) return (await database.pool.query({ name, text, values })).rows as T[];
   return (await database.pglite!.query(text, values)).rows as T[];
 }

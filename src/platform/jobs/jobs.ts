@@ -1,6 +1,7 @@
 import PgBoss from 'pg-boss';
 import type { Database, DbOrTx } from '../db/client.ts';
 import { rawClientOf } from '../db/client.ts';
+import { afterCommit } from '../db/request-scope.ts';
 
 export type JobHandler<T> = (data: T, job: { id: string; name: string }) => Promise<void>;
 
@@ -134,8 +135,9 @@ export class Jobs {
     await this.boss.schedule(name, cron, data, { tz: 'UTC' });
   }
 
+  /** After the request's writes commit: the queue's own connection must not wait on that transaction. */
   async cancel(name: string, id: string): Promise<void> {
-    await this.boss.cancel(name, id);
+    await afterCommit(() => this.boss.cancel(name, id));
   }
 
   async getJob(name: string, id: string) {
