@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { and, eq, lt, lte, sql } from 'drizzle-orm';
+import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
@@ -112,27 +112,90 @@ async function nextSyncRevision(tx: DbOrTx, invoice: InvoiceRow): Promise<number
 }
 
 /**
- * Committed on its own, before the partner is called (see the reconciler). The invoice row is locked
- * while the revision is chosen, so two updates of one invoice never reserve the same revision.
+ * How long an `in_progress` intent may wait for its answer and its apply. Past this its process is
+ * taken to have stopped (kill -9 between the partner call and the apply): the intent no longer blocks
+ * updates and the reconciler re-sends the committed state.
  */
-export async function recordSyncIntent(db: Db, invoice: InvoiceRow): Promise<SyncIntent> {
+export function staleAfterSeconds(options: Pick<BillingOptions, 'timeoutMs'>): number {
+  return Math.ceil(options.timeoutMs / 1000) + 30;
+}
+
+/**
+ * In the caller's short transaction, with the invoice row locked: refuses (409 `sync_in_progress`)
+ * while another update of this invoice is with the partner, releases intents left in progress by a
+ * stopped process, and returns the revision the next sync is sent under.
+ */
+export async function reserveSyncRevision(
+  tx: DbOrTx,
+  invoice: InvoiceRow,
+  options: Pick<BillingOptions, 'timeoutMs'>,
+): Promise<number> {
+  const staleS = staleAfterSeconds(options);
+  await tx
+    .update(billingSyncIntents)
+    .set({
+      state: 'pending',
+      lastError: 'left in progress (the process stopped before applying it)',
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
+        eq(billingSyncIntents.invoiceUid, invoice.uid),
+        eq(billingSyncIntents.state, 'in_progress'),
+        lt(billingSyncIntents.updatedAt, sql`now() - make_interval(secs => ${staleS})`),
+      ),
+    );
+  const [busy] = await tx
+    .select({ uid: billingSyncIntents.uid })
+    .from(billingSyncIntents)
+    .where(
+      and(
+        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
+        eq(billingSyncIntents.invoiceUid, invoice.uid),
+        eq(billingSyncIntents.state, 'in_progress'),
+      ),
+    )
+    .limit(1);
+  if (busy) {
+    throw new AppError(
+      'sync_in_progress',
+      'Another update of this invoice is being sent to the billing partner; retry in a moment',
+    );
+  }
+  return nextSyncRevision(tx, invoice);
+}
+
+/** The intent of an update about to be sent: `in_progress`, committed before the partner is called. */
+export async function openSyncIntent(tx: DbOrTx, invoice: InvoiceRow, revision: number): Promise<SyncIntent> {
+  const [row] = await tx
+    .insert(billingSyncIntents)
+    .values({
+      organizationUid: invoice.organizationUid,
+      invoiceUid: invoice.uid,
+      revision,
+      idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
+      state: 'in_progress',
+      baseRevision: invoice.revision,
+    })
+    .returning();
+  return row!;
+}
+
+/** Locks the invoice row, reserves the next revision and opens its intent, in one short transaction. */
+export async function recordSyncIntent(
+  db: Db,
+  invoice: InvoiceRow,
+  options: Pick<BillingOptions, 'timeoutMs'>,
+): Promise<SyncIntent> {
   return db.transaction(async (tx) => {
     const [locked] = await tx
       .select()
       .from(invoices)
       .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)))
       .for('update');
-    const revision = await nextSyncRevision(tx, locked ?? invoice);
-    const [row] = await tx
-      .insert(billingSyncIntents)
-      .values({
-        organizationUid: invoice.organizationUid,
-        invoiceUid: invoice.uid,
-        revision,
-        idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
-      })
-      .returning();
-    return row!;
+    const current = locked ?? invoice;
+    return openSyncIntent(tx, current, await reserveSyncRevision(tx, current, options));
   });
 }
 
@@ -228,27 +291,16 @@ export function syncPayload(invoice: unknown, revision: number) {
 }
 
 /**
- * Sends the updated invoice inside the update's transaction, before it commits, under the revision the
- * intent reserved (the row takes that revision). A partner error is 502, no answer within the timeout
- * 504; either way the caller's transaction rolls back. Returns the row as it will be committed.
+ * Sends an invoice view to the partner under the intent's key, outside any transaction. A refusal is
+ * 502, no answer within the timeout 504 (either may have reached the partner: the intent goes back to
+ * `pending`), an endpoint refused by the private-network rule 502 before any byte left.
  */
-export async function syncInTransaction(
-  tx: DbOrTx,
+export async function sendSync(
   integration: BillingIntegration,
-  updated: InvoiceRow,
-  intent: SyncIntent,
+  view: { uid: string; revision: number },
+  intent: Pick<SyncIntent, 'revision' | 'idempotencyKey'>,
   options: BillingOptions,
-  loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
-): Promise<InvoiceRow> {
-  let row = updated;
-  if (row.revision !== intent.revision) {
-    [row] = (await tx
-      .update(invoices)
-      .set({ revision: intent.revision })
-      .where(and(eq(invoices.organizationUid, row.organizationUid), eq(invoices.uid, row.uid)))
-      .returning()) as [InvoiceRow];
-  }
-  const view = await loadView(tx, row);
+): Promise<{ status: number; body: string }> {
   const response = await callPartner(
     integration,
     view,
@@ -262,37 +314,66 @@ export async function syncInTransaction(
       `The billing partner refused the update (HTTP ${response.status}); nothing was changed`,
     );
   }
-  await recordSynced(tx, integration, view.uid, intent.revision, response.body, response.status);
-  await tx
-    .update(billingSyncIntents)
-    .set({ state: 'confirmed', attempts: sql`${billingSyncIntents.attempts} + 1`, updatedAt: sql`now()` })
+  return response;
+}
+
+/** True while the intent is still the one in progress (not released as stale by someone else). */
+export async function isStillInProgress(tx: DbOrTx, intent: SyncIntent): Promise<boolean> {
+  const [row] = await tx
+    .select({ state: billingSyncIntents.state })
+    .from(billingSyncIntents)
     .where(
       and(
         eq(billingSyncIntents.organizationUid, intent.organizationUid),
         eq(billingSyncIntents.uid, intent.uid),
       ),
     );
-  return row;
+  return row?.state === 'in_progress';
 }
 
 /**
- * After a rolled-back update: note the error on the intent. An error raised before the partner was
- * called — a client error (422 validation, 409 conflict) or an endpoint refused by the private-network
- * rule — leaves nothing to repair, so that intent is abandoned. Anything else (502, 504, a failed
- * commit) may have reached the partner: the intent stays pending and the reconciler re-sends the
- * committed state.
+ * In the apply's transaction: records the partner's answer, confirms this intent and every earlier
+ * unconfirmed one of the invoice (the partner now holds a later committed state than any of them).
+ */
+export async function confirmSync(
+  tx: DbOrTx,
+  integration: BillingIntegration,
+  intent: SyncIntent,
+  response: { status: number; body: string },
+): Promise<void> {
+  await recordSynced(tx, integration, intent.invoiceUid, intent.revision, response.body, response.status);
+  await tx
+    .update(billingSyncIntents)
+    .set({
+      state: 'confirmed',
+      attempts: sql`${billingSyncIntents.attempts} + case when ${billingSyncIntents.uid} = ${intent.uid} then 1 else 0 end`,
+      lastError: null,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(billingSyncIntents.organizationUid, intent.organizationUid),
+        eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
+        sql`(${billingSyncIntents.uid} = ${intent.uid} or (${billingSyncIntents.state} = 'pending' and ${billingSyncIntents.revision} <= ${intent.revision}))`,
+      ),
+    );
+}
+
+/**
+ * After a failed update: note the error on the intent. A failure before the partner was called — the
+ * endpoint refused by the private-network rule — leaves nothing to repair: the intent is abandoned.
+ * Anything else (a refusal, a timeout, an apply that could not commit) may have reached the partner:
+ * the intent becomes `pending`, and the reconciler re-sends the committed state.
  */
 export async function noteSyncFailure(db: Db, intent: SyncIntent, error: unknown): Promise<void> {
-  const neverSent =
-    error instanceof PartnerNotCalled || (error instanceof AppError && error.statusCode < 500);
-  await noteAttemptFailure(db, intent, error, neverSent);
+  await noteAttemptFailure(db, intent, error, error instanceof PartnerNotCalled);
 }
 
 async function noteAttemptFailure(db: Db, intent: SyncIntent, error: unknown, abandon: boolean) {
   await db
     .update(billingSyncIntents)
     .set({
-      ...(abandon ? { state: 'abandoned' as const } : {}),
+      state: abandon ? ('abandoned' as const) : ('pending' as const),
       attempts: sql`${billingSyncIntents.attempts} + 1`,
       lastError: String((error as Error).message ?? error).slice(0, 1000),
       updatedAt: sql`now()`,
@@ -301,7 +382,7 @@ async function noteAttemptFailure(db: Db, intent: SyncIntent, error: unknown, ab
       and(
         eq(billingSyncIntents.organizationUid, intent.organizationUid),
         eq(billingSyncIntents.uid, intent.uid),
-        eq(billingSyncIntents.state, 'pending'),
+        sql`${billingSyncIntents.state} in ('in_progress', 'pending')`,
       ),
     );
 }
@@ -318,15 +399,30 @@ export interface ReconcileResult {
 }
 
 /**
- * Repairs "partner accepted, our commit failed" (and timeouts whose outcome is unknown): for every
- * intent still pending after `olderThanSeconds`, the invoice's committed state is sent again under a
+ * Repairs "partner accepted, our apply did not commit" (a crash, a timeout whose outcome is unknown, an
+ * invoice changed during the call): for every intent still pending after `olderThanSeconds` — and every
+ * one left `in_progress` by a stopped process — the invoice's committed state is sent again under a
  * fresh revision (so the partner cannot answer from its idempotency cache), until the partner accepts.
+ * Like an update, it holds no transaction across the call: claim (short), send, apply (short).
  */
 export async function reconcileBillingSyncs(
   db: Db,
   loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
   options: BillingOptions & { olderThanSeconds: number; limit?: number },
 ): Promise<ReconcileResult> {
+  await db
+    .update(billingSyncIntents)
+    .set({
+      state: 'pending',
+      lastError: 'left in progress (the process stopped before applying it)',
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(billingSyncIntents.state, 'in_progress'),
+        lt(billingSyncIntents.updatedAt, sql`now() - make_interval(secs => ${staleAfterSeconds(options)})`),
+      ),
+    );
   const pending = await db
     .select()
     .from(billingSyncIntents)
@@ -343,11 +439,12 @@ export async function reconcileBillingSyncs(
   for (const intent of pending) {
     if (done.has(intent.invoiceUid)) continue;
     done.add(intent.invoiceUid);
-    let outcome = 'resent' as 'resent' | 'abandoned' | 'skipped';
-    let attempted: number | undefined;
+    const claim = await claimForResend(db, intent, loadView, options);
+    if (claim.kind === 'abandoned') result.abandoned += 1;
+    if (claim.kind !== 'claimed') continue;
     try {
-      await db.transaction(async (tx) => {
-        const integration = await findBillingIntegration(tx, intent.organizationUid);
+      const response = await sendSync(claim.integration, claim.view, claim.intent, options);
+      const applied = await db.transaction(async (tx) => {
         const [invoice] = await tx
           .select()
           .from(invoices)
@@ -355,85 +452,108 @@ export async function reconcileBillingSyncs(
             and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)),
           )
           .for('update');
-        if (!integration || !invoice) {
-          await tx
-            .update(billingSyncIntents)
-            .set({
-              state: 'abandoned',
-              updatedAt: sql`now()`,
-              lastError: 'integration or invoice no longer exists',
-            })
-            .where(
-              and(
-                eq(billingSyncIntents.organizationUid, intent.organizationUid),
-                eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
-                eq(billingSyncIntents.state, 'pending'),
-              ),
-            );
-          outcome = 'abandoned';
-          return;
-        }
-        // Another reconciler run may have repaired this invoice while we waited for the lock.
-        const [still] = await tx
-          .select({ uid: billingSyncIntents.uid })
-          .from(billingSyncIntents)
-          .where(
-            and(
-              eq(billingSyncIntents.organizationUid, intent.organizationUid),
-              eq(billingSyncIntents.uid, intent.uid),
-              eq(billingSyncIntents.state, 'pending'),
-            ),
-          );
-        if (!still) {
-          outcome = 'skipped';
-          return;
-        }
-        const revision = await nextSyncRevision(tx, invoice);
-        attempted = revision;
-        const [bumped] = await tx
-          .update(invoices)
-          .set({ revision })
-          .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)))
-          .returning();
-        const view = await loadView(tx, bumped!);
-        const response = await callPartner(
-          integration,
-          view,
-          syncPayload(view, revision),
-          syncIdempotencyKey(invoice.uid, revision),
-          options,
-        );
-        if (response.status < 200 || response.status >= 300)
-          throw new Error(`partner answered HTTP ${response.status}`);
-        await recordSynced(tx, integration, invoice.uid, revision, response.body, response.status);
+        if (
+          !invoice ||
+          invoice.revision !== claim.intent.baseRevision ||
+          !(await isStillInProgress(tx, claim.intent))
+        )
+          return false;
+        // Only the revision: the rest of the row is what was sent (and updated_at stays as sent).
         await tx
-          .update(billingSyncIntents)
-          .set({ state: 'confirmed', updatedAt: sql`now()`, lastError: null })
-          .where(
-            and(
-              eq(billingSyncIntents.organizationUid, intent.organizationUid),
-              eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
-              eq(billingSyncIntents.state, 'pending'),
-              lte(billingSyncIntents.revision, revision),
-            ),
-          );
+          .update(invoices)
+          .set({ revision: claim.intent.revision })
+          .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)));
+        await confirmSync(tx, claim.integration, claim.intent, response);
+        return true;
       });
-      if (outcome !== 'skipped') result[outcome] += 1;
+      if (!applied) throw new Error('the invoice changed while its committed state was being re-sent');
+      result.resent += 1;
     } catch (error) {
       result.failed += 1;
-      // Never abandoned here: an earlier attempt may have reached the partner, which still differs.
-      await noteAttemptFailure(db, intent, error, false);
-      // The attempt rolled back, but the partner may have stored its key with the body we sent: burn
-      // that revision so the next attempt (whose body may differ: comments, days overdue) uses a new key.
-      if (attempted !== undefined) {
-        await db
-          .update(invoices)
-          .set({ revision: sql`greatest(${invoices.revision}, ${attempted})` })
-          .where(
-            and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)),
-          );
-      }
+      // Back to pending, never abandoned here: this attempt may have reached the partner. Its revision
+      // stays on the intent, so the next attempt (whose body may differ) uses a new key.
+      await noteAttemptFailure(db, claim.intent, error, false);
     }
   }
   return result;
+}
+
+type ResendClaim =
+  | {
+      kind: 'claimed';
+      integration: BillingIntegration;
+      intent: SyncIntent;
+      view: { uid: string; revision: number };
+    }
+  | { kind: 'abandoned' }
+  | { kind: 'skipped' };
+
+/**
+ * Short transaction: the pending intent becomes `in_progress` under a fresh revision, with the view of
+ * the committed invoice to send; an invoice or integration that is gone abandons the invoice's intents;
+ * an update already in progress (or another reconciler) is left alone.
+ */
+async function claimForResend(
+  db: Db,
+  intent: SyncIntent,
+  loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
+  options: BillingOptions,
+): Promise<ResendClaim> {
+  return db.transaction(async (tx): Promise<ResendClaim> => {
+    const integration = await findBillingIntegration(tx, intent.organizationUid);
+    const [invoice] = await tx
+      .select()
+      .from(invoices)
+      .where(and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)))
+      .for('update');
+    if (!integration || !invoice) {
+      await tx
+        .update(billingSyncIntents)
+        .set({
+          state: 'abandoned',
+          updatedAt: sql`now()`,
+          lastError: 'integration or invoice no longer exists',
+        })
+        .where(
+          and(
+            eq(billingSyncIntents.organizationUid, intent.organizationUid),
+            eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
+            sql`${billingSyncIntents.state} in ('pending', 'in_progress')`,
+          ),
+        );
+      return { kind: 'abandoned' };
+    }
+    let revision: number;
+    try {
+      revision = await reserveSyncRevision(tx, invoice, options);
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'sync_in_progress') return { kind: 'skipped' };
+      throw error;
+    }
+    const [claimed] = await tx
+      .update(billingSyncIntents)
+      .set({
+        state: 'in_progress',
+        revision,
+        idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
+        baseRevision: invoice.revision,
+        updatedAt: sql`now()`,
+      })
+      .where(
+        and(
+          eq(billingSyncIntents.organizationUid, intent.organizationUid),
+          eq(billingSyncIntents.uid, intent.uid),
+          eq(billingSyncIntents.state, 'pending'),
+        ),
+      )
+      .returning();
+    // Repaired meanwhile by another reconciler run (or an update that confirmed it).
+    if (!claimed) return { kind: 'skipped' };
+    return {
+      kind: 'claimed',
+      integration,
+      intent: claimed,
+      view: await loadView(tx, { ...invoice, revision }),
+    };
+  });
 }

@@ -44,7 +44,7 @@ export async function updateInvoice(
 ): Promise<InvoiceRow> {
   const [row] = await db
     .update(invoices)
-    .set({ ...values, updatedAt: sql`now()` })
+    .set({ ...values, updatedAt: values.updatedAt ?? sql`now()` })
     .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)))
     .returning();
   return row!;

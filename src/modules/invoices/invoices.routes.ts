@@ -81,9 +81,9 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     {
       schema: {
         tags,
-        summary: 'Update an invoice (partial) and sync it to the billing partner before commit',
+        summary: 'Update an invoice (partial), applied once the billing partner accepted it',
         description:
-          'Only the sent fields change. With a billing integration configured, the update is sent to the partner inside the transaction: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was.',
+          'Only the sent fields change. With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.',
         params: InvoiceParams,
         body: UpdateInvoiceBody,
         response: { 200: InvoiceEnvelope, ...errorResponses },

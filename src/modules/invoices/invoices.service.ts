@@ -357,7 +357,13 @@ async function checkPayableControls(
 }
 
 /** Applies an interface 4.7 partial update and computes what changes with it. */
-async function applyUpdate(tx: DbOrTx, ctx: RequestContext, row: repo.InvoiceRow, body: UpdateInvoiceBodyT) {
+async function applyUpdate(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  row: repo.InvoiceRow,
+  body: UpdateInvoiceBodyT,
+  stamp: { revision?: number; updatedAt?: Date } = {},
+) {
   const org = row.organizationUid;
   const values: Partial<repo.InvoiceInsert> = {};
   const set = <K extends keyof repo.InvoiceInsert>(key: K, value: repo.InvoiceInsert[K] | undefined) => {
@@ -423,13 +429,17 @@ async function applyUpdate(tx: DbOrTx, ctx: RequestContext, row: repo.InvoiceRow
     await userIds(tx, org, body.assignee_user_uids, 'assignee_user_uids');
     await repo.replaceAssignees(tx, org, row.uid, body.assignee_user_uids);
   }
-  values.revision = row.revision + 1;
+  values.revision = stamp.revision ?? row.revision + 1;
+  if (stamp.updatedAt) values.updatedAt = stamp.updatedAt;
   return recompute(tx, row, values);
 }
 
 /**
- * PUT /api/invoices/{uid}: a partial update, synced to the organization's billing partner inside the
- * transaction before it commits (a partner failure leaves the invoice exactly as it was).
+ * PUT /api/invoices/{uid}: a partial update. With a billing integration it is applied only once the
+ * partner accepted it, and no transaction is held across the call (CONTRACT §6): a short transaction
+ * prepares the update (validated, the view to send computed and rolled back) and commits its intent;
+ * the partner is called; a second short transaction applies it if the invoice is still as prepared.
+ * A partner failure or timeout changes nothing (502/504), and the same update may be sent again at once.
  */
 export async function updateInvoice(
   db: Db,
@@ -440,25 +450,91 @@ export async function updateInvoice(
 ): Promise<InvoiceView> {
   const current = await getInvoiceRow(db, ctx, uid);
   const integration = await billing.findBillingIntegration(db, current.organizationUid);
-  // Committed before the partner is called, so a partner that accepted an update we then failed to
-  // commit is found and repaired by the reconciler.
-  const intent = integration ? await billing.recordSyncIntent(db, current) : undefined;
+  if (!integration) {
+    try {
+      return await db.transaction(async (tx) => {
+        const row = await getInvoiceRow(tx, ctx, uid, true);
+        return viewOf(tx, await applyUpdate(tx, ctx, row, body));
+      });
+    } catch (error) {
+      duplicateNumber(error, body.invoice_number);
+    }
+  }
+  let prepared: { intent: billing.SyncIntent; preview: PreparedUpdate };
+  try {
+    prepared = await db.transaction(async (tx) => {
+      const row = await getInvoiceRow(tx, ctx, uid, true);
+      const revision = await billing.reserveSyncRevision(tx, row, billingOptions);
+      const preview = await prepareUpdate(tx, ctx, row, body, revision);
+      return { intent: await billing.openSyncIntent(tx, row, revision), preview };
+    });
+  } catch (error) {
+    duplicateNumber(error, body.invoice_number);
+  }
+  const { intent, preview } = prepared;
+  let response: { status: number; body: string };
+  try {
+    response = await billing.sendSync(integration, preview.view, intent, billingOptions);
+  } catch (error) {
+    await billing.noteSyncFailure(db, intent, error);
+    throw error;
+  }
   try {
     return await db.transaction(async (tx) => {
       const row = await getInvoiceRow(tx, ctx, uid, true);
-      if (intent && row.revision !== current.revision) {
-        throw new AppError('conflict', 'The invoice changed while this update was prepared; send it again');
+      if (row.revision !== intent.baseRevision || !(await billing.isStillInProgress(tx, intent))) {
+        throw new AppError(
+          'conflict',
+          'The invoice changed while its update was with the billing partner; send it again',
+        );
       }
-      let updated = await applyUpdate(tx, ctx, row, body);
-      if (integration && intent) {
-        updated = await billing.syncInTransaction(tx, integration, updated, intent, billingOptions, viewOf);
-      }
+      // The same update on the same invoice, stamped as the partner saw it (revision, updated_at).
+      const updated = await applyUpdate(tx, ctx, row, body, {
+        revision: intent.revision,
+        updatedAt: preview.row.updatedAt,
+      });
+      await billing.confirmSync(tx, integration, intent, response);
       return viewOf(tx, updated);
     });
   } catch (error) {
-    if (intent) await billing.noteSyncFailure(db, intent, error);
+    // The partner holds a state we did not commit: pending, so the reconciler sends it ours.
+    await billing.noteSyncFailure(db, intent, error);
     duplicateNumber(error, body.invoice_number);
   }
+}
+
+interface PreparedUpdate {
+  row: repo.InvoiceRow;
+  view: InvoiceView;
+}
+
+class UpdatePrepared extends Error {
+  constructor(readonly prepared: PreparedUpdate) {
+    super('prepared');
+  }
+}
+
+/**
+ * The update applied in a savepoint that is then rolled back: it is validated (422s, a duplicate
+ * number) and yields the exact view the partner is sent, and nothing of it stays.
+ */
+async function prepareUpdate(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  row: repo.InvoiceRow,
+  body: UpdateInvoiceBodyT,
+  revision: number,
+): Promise<PreparedUpdate> {
+  try {
+    await tx.transaction(async (savepoint) => {
+      const updated = await applyUpdate(savepoint, ctx, row, body, { revision });
+      throw new UpdatePrepared({ row: updated, view: await viewOf(savepoint, updated) });
+    });
+  } catch (error) {
+    if (error instanceof UpdatePrepared) return error.prepared;
+    throw error;
+  }
+  throw new Error('unreachable: the preview savepoint always rolls back');
 }
 
 /** What the billing reconciler sends: the committed invoice, as GET shows it. */

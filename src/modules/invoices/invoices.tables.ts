@@ -272,9 +272,17 @@ export const billingSyncIntents = pgTable(
     invoiceUid: uuid('invoice_uid').notNull(),
     revision: integer('revision').notNull(),
     idempotencyKey: text('idempotency_key').notNull(),
-    state: text('state', { enum: ['pending', 'confirmed', 'abandoned'] })
+    /**
+     * `in_progress` while its partner call runs (an update of the invoice meanwhile is 409
+     * `sync_in_progress`); `pending` when the partner may hold a state we did not commit (the reconciler
+     * re-sends ours); `confirmed` once the partner holds what we committed; `abandoned` when nothing
+     * reached it or there is nothing left to repair.
+     */
+    state: text('state', { enum: ['in_progress', 'pending', 'confirmed', 'abandoned'] })
       .notNull()
       .default('pending'),
+    /** The invoice revision the update was prepared from: it applies only if the invoice is still there. */
+    baseRevision: integer('base_revision'),
     attempts: integer('attempts').notNull().default(0),
     lastError: text('last_error'),
     ...timestamps,
@@ -282,6 +290,9 @@ export const billingSyncIntents = pgTable(
   (t) => [
     index('billing_sync_intents_pending_idx').on(t.state, t.createdAt),
     index('billing_sync_intents_invoice_idx').on(t.organizationUid, t.invoiceUid, t.revision),
+    index('billing_sync_intents_in_progress_idx')
+      .on(t.organizationUid, t.invoiceUid)
+      .where(sql`${t.state} = 'in_progress'`),
   ],
 );
 
