@@ -3,6 +3,9 @@ import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { AppError } from './platform/http/errors.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
+import { addEmbeddedKey, loadKeyring } from './platform/secrets/keyring.ts';
+import { generateSecretKey, keyIdOf, SecretKeyError } from './platform/secrets/secret-box.ts';
+import { resealStoredSecrets } from './secrets.ts';
 import { addUserToOrganization, initOrganization } from './modules/tenancy/tenancy.service.ts';
 import { seedOrganization } from './modules/seed/seed.service.ts';
 import {
@@ -26,6 +29,12 @@ Commands:
       Install the preset receivables metric definitions (DSO, overdue, aging, CEI); \`init\` does too.
   metrics compute --org ORG_UID [--date YYYY-MM-DD]
       Compute the organization's preset metric values as of a UTC day (default today) and store them.
+  secrets generate-key
+      Print a new random key for SECRET_KEY (32 bytes, base64).
+  secrets rotate
+      Seal every stored credential under the current key. With SECRET_KEY: set the new key there and the
+      old one in SECRET_KEY_PREVIOUS first. Embedded, without SECRET_KEY: a new key is added to
+      DATA_DIR/secret.key (the old ones stay below it, so they still open what they sealed).
 
 Every command takes --json: one JSON object on stdout and nothing else there.
 Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/configuration.md).`;
@@ -190,6 +199,25 @@ async function run(argv: string[], out: Output): Promise<void> {
     );
     return;
   }
+  if (command === 'secrets' && sub === 'generate-key') {
+    const key = generateSecretKey();
+    out.result({ key, key_id: keyIdOf(Buffer.from(key, 'base64')) }, key);
+    return;
+  }
+  if (command === 'secrets' && sub === 'rotate') {
+    const { result } = await withDatabase('remit secrets rotate', async ({ database }) => {
+      const box =
+        config.secretKey || config.databaseUrl
+          ? (await loadKeyring(config)).box
+          : await addEmbeddedKey(config);
+      return { key_id: box.currentKeyId, ...(await resealStoredSecrets(database.db, box)) };
+    });
+    out.result(
+      result,
+      `Sealed under key ${result.key_id}: ${result.billing_secrets} billing secrets, ${result.smtp_urls} SMTP URLs`,
+    );
+    return;
+  }
   throw new UsageError(`Unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
 }
 
@@ -214,6 +242,7 @@ run(argv, out)
       error instanceof DataDirLockedError ||
       error instanceof ConfigError ||
       error instanceof AppError ||
+      error instanceof SecretKeyError ||
       (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS');
     const message = error instanceof Error ? error.message : String(error);
     const code =
@@ -223,7 +252,7 @@ run(argv, out)
           ? 'data_dir_locked'
           : error instanceof UsageError
             ? 'usage'
-            : error instanceof ConfigError
+            : error instanceof ConfigError || error instanceof SecretKeyError
               ? 'config'
               : 'failed';
     // Unexpected failures keep their details (SQL, stack) on stderr only.

@@ -18,6 +18,10 @@ export interface Config {
   redisUrl: string | undefined;
   /** Optional server-side secret mixed into API key hashes (HMAC-SHA-256 instead of SHA-256). */
   apiKeyPepper: string | undefined;
+  /** Seals stored credentials (AES-256-GCM); required with DATABASE_URL, generated into DATA_DIR otherwise. */
+  secretKey: string | undefined;
+  /** Earlier keys, comma-separated: they still open what they sealed until `remit secrets rotate`. */
+  secretKeysPrevious: string[];
   logLevel: string;
   /** Run background workers in this process (the API server does by default). */
   runWorkers: boolean;
@@ -48,6 +52,8 @@ export interface Config {
    * proxy), a hop count, or a list of proxy addresses/CIDRs whose `X-Forwarded-For` is believed.
    */
   trustProxy: boolean | number | string[];
+  /** Origins allowed to call the API from a browser (CORS); empty (default): none. */
+  corsOrigins: string[];
   /** Text generation for email inference mode (CONTRACT §6): built-in composer, or an OpenAI-compatible API. */
   llm: LlmConfig;
   /** Chat notifications (CONTRACT §6): recorded only, or also posted through the Slack Web API. */
@@ -184,6 +190,27 @@ function smtpUrl(env: Env): string | undefined {
   return url;
 }
 
+function corsOrigins(env: Env): string[] {
+  const origins = (optional(env, 'CORS_ORIGINS') ?? '')
+    .split(',')
+    .map((o) => o.trim())
+    .filter((o) => o.length > 0);
+  for (const origin of origins) {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(origin);
+    } catch {
+      parsed = undefined;
+    }
+    if (!parsed || !/^https?:$/.test(parsed.protocol) || parsed.origin !== origin) {
+      throw new ConfigError(
+        `CORS_ORIGINS must list origins such as https://app.example.com (scheme, host, optional port; no path or *), got "${origin}"`,
+      );
+    }
+  }
+  return origins;
+}
+
 function trustProxy(env: Env): boolean | number | string[] {
   const raw = optional(env, 'TRUST_PROXY');
   if (raw === undefined) return false;
@@ -223,6 +250,11 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowS: integer(env, 'RATE_LIMIT_WINDOW_S', 60, 1),
     redisUrl: optional(env, 'REDIS_URL'),
     apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
+    secretKey: optional(env, 'SECRET_KEY'),
+    secretKeysPrevious: (optional(env, 'SECRET_KEY_PREVIOUS') ?? '')
+      .split(',')
+      .map((k) => k.trim())
+      .filter((k) => k.length > 0),
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     runWorkers: boolean(env, 'RUN_WORKERS', true),
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
@@ -236,6 +268,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
     minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,
     trustProxy: trustProxy(env),
+    corsOrigins: corsOrigins(env),
     llm: llm(env),
     chat: chat(env),
   };

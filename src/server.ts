@@ -1,4 +1,7 @@
 import { buildApp } from './app.ts';
+import { loadKeyring } from './platform/secrets/keyring.ts';
+import { SecretKeyError } from './platform/secrets/secret-box.ts';
+import { resealStoredSecrets } from './secrets.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { withSchemaLock } from './platform/db/schema-lock.ts';
@@ -13,6 +16,9 @@ async function main() {
   const config = loadConfig();
   const opened = await openMigratedDatabase(config, 'remit server');
   const { database } = opened;
+  // Before anything serves: a missing or wrong key stops the start with a message that says so.
+  const keyring = await loadKeyring(config);
+  const resealed = await resealStoredSecrets(database.db, keyring.box);
   let onJobError = (error: unknown): void => {
     process.stderr.write(`job queue error: ${String(error)}\n`);
   };
@@ -43,8 +49,21 @@ async function main() {
     onStateChange: (state, reason) => logRateLimitStore(state, reason),
   });
   const objectStorage = await createObjectStorage(config);
-  const deps = { config, database, jobs, rateLimiter, objectStorage, diskSpace };
+  const deps = { config, database, jobs, rateLimiter, objectStorage, diskSpace, secrets: keyring.box };
   const app = await buildApp(deps);
+  if (keyring.generatedFile) {
+    app.log.warn(
+      { file: keyring.generatedFile, key_id: keyring.box.currentKeyId },
+      'generated the key that encrypts stored credentials; back it up with the data directory ' +
+        '(without it they cannot be read), or set SECRET_KEY',
+    );
+  }
+  if (resealed.billing_secrets + resealed.smtp_urls > 0) {
+    app.log.info(
+      { ...resealed, key_id: keyring.box.currentKeyId },
+      'stored credentials sealed under the current key',
+    );
+  }
   // A full disk is logged once by the guard, not once per queue poll.
   onJobError = (error) => {
     if (!(error instanceof StorageFullError)) app.log.error({ err: error }, 'job queue error');
@@ -104,7 +123,11 @@ async function main() {
 }
 
 main().catch((error: unknown) => {
-  if (error instanceof DataDirLockedError || error instanceof ConfigError) {
+  if (
+    error instanceof DataDirLockedError ||
+    error instanceof ConfigError ||
+    error instanceof SecretKeyError
+  ) {
     process.stderr.write(`remit: ${error.message}\n`);
   } else {
     process.stderr.write(

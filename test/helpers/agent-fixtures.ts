@@ -138,7 +138,7 @@ export function runEnvOf(t: TestApp): RunEnv {
     config: t.config,
     chat: createChatClient(t.config.chat),
     generator: createTextGenerator(t.config.llm),
-    mailers: mailersFromConfig(t.config),
+    mailers: mailersFromConfig(t.config, t.deps.secrets),
   };
 }
 

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { buildApp } from '../../src/app.ts';
+import { loggerOptions } from '../../src/platform/logging.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database, Db } from '../../src/platform/db/client.ts';
 import { Jobs } from '../../src/platform/jobs/jobs.ts';
@@ -10,7 +11,9 @@ import { registerJobs } from '../../src/platform/jobs/registry.ts';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.ts';
 import { createObjectStorage } from '../../src/platform/storage/create-storage.ts';
 import type { App, AppDeps } from '../../src/platform/http/types.ts';
+import { parseSecretKey, SecretBox } from '../../src/platform/secrets/secret-box.ts';
 import { openTestDatabase } from './test-database.ts';
+import { TEST_SECRET_KEY } from './processes.ts';
 
 export interface TestApp {
   app: App;
@@ -28,6 +31,8 @@ export interface TestAppOptions {
   rateLimiter?: RateLimiter;
   /** Start job workers (off by default: most tests only check what was enqueued). */
   workers?: boolean;
+  /** Log at this level into `logStream` (tests that read the logs); off otherwise. */
+  logStream?: { write(line: string): void };
   /** Extra routes or hooks a test needs, registered before the app is ready. */
   beforeReady?: (app: App, deps: AppDeps) => void;
 }
@@ -51,8 +56,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const rateLimiter =
     options.rateLimiter ?? new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
   const objectStorage = await createObjectStorage(config);
-  const deps: AppDeps = { config, database, jobs, rateLimiter, objectStorage };
-  const app = await buildApp(deps, { logger: false });
+  const secrets = new SecretBox([parseSecretKey(TEST_SECRET_KEY, 'test key')]);
+  const deps: AppDeps = { config, database, jobs, rateLimiter, objectStorage, secrets };
+  const app = await buildApp(deps, {
+    logger: options.logStream ? loggerOptions('trace', options.logStream) : false,
+  });
   options.beforeReady?.(app, deps);
   await registerJobs(deps, app.log);
   if (options.workers) await jobs.startWorkers();

@@ -3,6 +3,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/** Given to processes on PostgreSQL as SECRET_KEY (the same value test apps seal with). */
+export const TEST_SECRET_KEY = 'dGVzdC1vbmx5LXNlY3JldC1rZXktMzItYnl0ZXMhISE=';
+
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 export interface RunResult {
@@ -13,8 +16,11 @@ export interface RunResult {
 
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'REDIS_URL']) delete base[name];
-  return { ...base, LOG_LEVEL: 'warn', ...env };
+  for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'REDIS_URL', 'SECRET_KEY', 'SECRET_KEY_PREVIOUS'])
+    delete base[name];
+  // PostgreSQL needs a configured key (the embedded database generates one into DATA_DIR).
+  const key = env.DATABASE_URL && !('SECRET_KEY' in env) ? { SECRET_KEY: TEST_SECRET_KEY } : {};
+  return { ...base, LOG_LEVEL: 'warn', ...key, ...env };
 }
 
 /** Runs the real `remit` CLI (bin/remit.js) and collects its output. */

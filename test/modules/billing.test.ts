@@ -48,6 +48,7 @@ const reconcile = () =>
   reconcileBillingSyncs(t.db, invoiceViewForSync, {
     allowPrivateNetworkTargets: true,
     timeoutMs: TIMEOUT_MS,
+    secrets: t.deps.secrets,
     olderThanSeconds: 0,
   });
 
@@ -748,6 +749,7 @@ describe('reconcileBillingSyncs', () => {
     await reconcileBillingSyncs(t.db, invoiceViewForSync, {
       allowPrivateNetworkTargets: true,
       timeoutMs: TIMEOUT_MS,
+      secrets: t.deps.secrets,
       olderThanSeconds: 3600,
     });
     expect(partner.requests).toHaveLength(1);

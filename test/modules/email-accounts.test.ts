@@ -63,7 +63,12 @@ describe('POST /api/email/accounts', () => {
     expect(res.raw).not.toContain('s3cr');
     expect(res.raw).not.toContain('"smtp_url"');
     const [row] = await t.db.select().from(emailAccounts).where(eq(emailAccounts.uid, res.body.data.uid));
-    expect(row!.smtpUrl).toBe('smtps://mailer%40acme.test:s3cr%3At@smtp.acme.test:2465');
+    // Stored sealed (docs/security.md#secrets-at-rest), bound to this account's row.
+    expect(row!.smtpUrl).toMatch(/^enc:v1:/);
+    expect(row!.smtpUrl).not.toContain('s3cr');
+    expect(t.deps.secrets.open(row!.smtpUrl!, `email_accounts.smtp_url:${row!.uid}`)).toBe(
+      'smtps://mailer%40acme.test:s3cr%3At@smtp.acme.test:2465',
+    );
 
     const got = await call(t.app, 'GET', `/api/email/accounts/${res.body.data.uid}`, {
       key: p.orgA.admin.key,

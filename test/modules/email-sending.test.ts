@@ -61,7 +61,7 @@ beforeAll(async () => {
   sending = {
     db: t.db,
     storage: t.deps.objectStorage,
-    mailers: mailersFromConfig(t.config),
+    mailers: mailersFromConfig(t.config, t.deps.secrets),
     leaseSeconds: DEFAULT_LEASE_SECONDS,
   };
 });
@@ -224,7 +224,10 @@ describe('SMTP (the account smtp_url, a real server on 127.0.0.1)', () => {
       .update(emailDrafts)
       .set({ plannedSendAt: sql`now()` })
       .where(eq(emailDrafts.uid, draft.uid));
-    const deps = { ...sending, mailers: mailersFromConfig({ ...t.config, smtpUrl: operatorSmtp.url() }) };
+    const deps = {
+      ...sending,
+      mailers: mailersFromConfig({ ...t.config, smtpUrl: operatorSmtp.url() }, t.deps.secrets),
+    };
     expect(await runSendJob(deps, job(draft.uid))).toBe('sent');
     expect(operatorSmtp.accepted().map((m) => m.parsed.subject)).toContain('Via SMTP_URL');
     expect((await rowOf(draft.uid)).transport).toBe('smtp');
@@ -238,7 +241,7 @@ describe('SMTP (the account smtp_url, a real server on 127.0.0.1)', () => {
       .where(eq(emailDrafts.uid, draft.uid));
     const strict = {
       ...sending,
-      mailers: mailersFromConfig({ ...t.config, allowPrivateNetworkTargets: false }),
+      mailers: mailersFromConfig({ ...t.config, allowPrivateNetworkTargets: false }, t.deps.secrets),
     };
     expect(await runSendJob(strict, job(draft.uid))).toBe('failed');
     expect((await getDraft(draft.uid)).error).toMatch(/private/);

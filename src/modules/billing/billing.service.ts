@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { isSealed, type SecretBox } from '../../platform/secrets/secret-box.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
@@ -13,7 +14,13 @@ export type SyncIntent = typeof billingSyncIntents.$inferSelect;
 export interface BillingOptions {
   allowPrivateNetworkTargets: boolean;
   timeoutMs: number;
+  /** Opens the integration's signing secret, sealed at rest. */
+  secrets: SecretBox;
 }
+
+/** What an organization's sealed billing secret is bound to. */
+export const billingSecretPurpose = (organizationUid: string) =>
+  `billing_integrations.secret:${organizationUid}`;
 
 export const INTEGRATION_NAME = 'billing';
 export const SIGNATURE_HEADER = 'Remit-Signature';
@@ -59,17 +66,18 @@ export async function configureBillingIntegration(
   requireAdmin(ctx);
   const url = await assertPublicTarget(body.url, options.allowPrivateNetworkTargets);
   const existing = await findBillingIntegration(db, ctx.organizationUid);
+  const secret = options.secrets.seal(body.secret, billingSecretPurpose(ctx.organizationUid));
   const [row] = await db
     .insert(billingIntegrations)
     .values({
       organizationUid: ctx.organizationUid,
       type: body.type,
       url: url.toString(),
-      secret: body.secret,
+      secret,
     })
     .onConflictDoUpdate({
       target: billingIntegrations.organizationUid,
-      set: { type: body.type, url: url.toString(), secret: body.secret, updatedAt: sql`now()` },
+      set: { type: body.type, url: url.toString(), secret, updatedAt: sql`now()` },
     })
     .returning();
   return { created: !existing, integration: toIntegrationView(row!) };
@@ -212,13 +220,14 @@ async function callPartner(
   options: BillingOptions,
 ) {
   const body = JSON.stringify(payload);
+  const secret = options.secrets.open(integration.secret, billingSecretPurpose(integration.organizationUid));
   try {
     const response = await sendOutbound(integration.url, {
       method: 'PUT',
       headers: {
         'content-type': 'application/json',
         'idempotency-key': idempotencyKey,
-        [SIGNATURE_HEADER]: signBody(integration.secret, body),
+        [SIGNATURE_HEADER]: signBody(secret, body),
         'remit-organization': integration.organizationUid,
         'user-agent': 'Remit-Billing-Sync/1',
       },
@@ -556,4 +565,32 @@ async function claimForResend(
       view: await loadView(tx, { ...invoice, revision }),
     };
   });
+}
+
+/**
+ * Seals every billing secret that is plaintext (written before encryption at rest) or sealed under a
+ * key that is no longer the current one. Returns how many were sealed again.
+ */
+export async function resealBillingSecrets(db: Db, secrets: SecretBox): Promise<number> {
+  const rows = await db
+    .select({ organizationUid: billingIntegrations.organizationUid, secret: billingIntegrations.secret })
+    .from(billingIntegrations);
+  let count = 0;
+  for (const row of rows) {
+    if (!secrets.isStale(row.secret)) continue;
+    const purpose = billingSecretPurpose(row.organizationUid);
+    const plain = isSealed(row.secret) ? secrets.open(row.secret, purpose) : row.secret;
+    const updated = await db
+      .update(billingIntegrations)
+      .set({ secret: secrets.seal(plain, purpose) })
+      .where(
+        and(
+          eq(billingIntegrations.organizationUid, row.organizationUid),
+          eq(billingIntegrations.secret, row.secret),
+        ),
+      )
+      .returning({ organizationUid: billingIntegrations.organizationUid });
+    count += updated.length;
+  }
+  return count;
 }

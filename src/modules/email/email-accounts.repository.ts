@@ -45,3 +45,40 @@ export async function listAccounts(
     .where(where);
   return { rows, total: Number(count?.n ?? 0) };
 }
+
+/** Every account with an SMTP URL, across organizations: for sealing secrets again (a maintenance pass). */
+export async function listAccountsWithSmtp(
+  db: DbOrTx,
+): Promise<{ uid: string; organizationUid: string; smtpUrl: string }[]> {
+  const rows = await db
+    .select({
+      uid: emailAccounts.uid,
+      organizationUid: emailAccounts.organizationUid,
+      smtpUrl: emailAccounts.smtpUrl,
+    })
+    .from(emailAccounts)
+    .where(sql`${emailAccounts.smtpUrl} is not null`);
+  return rows as { uid: string; organizationUid: string; smtpUrl: string }[];
+}
+
+/** Replaces the stored value only if it is still `previous` (another instance may have sealed it). */
+export async function replaceSmtpUrl(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  previous: string,
+  next: string,
+): Promise<boolean> {
+  const rows = await db
+    .update(emailAccounts)
+    .set({ smtpUrl: next })
+    .where(
+      and(
+        eq(emailAccounts.organizationUid, organizationUid),
+        eq(emailAccounts.uid, uid),
+        eq(emailAccounts.smtpUrl, previous),
+      ),
+    )
+    .returning({ uid: emailAccounts.uid });
+  return rows.length === 1;
+}

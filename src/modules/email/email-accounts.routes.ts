@@ -14,7 +14,10 @@ import * as service from './email-accounts.service.ts';
 
 export async function emailAccountRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const options = { allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets };
+  const options = {
+    allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
+    secrets: deps.secrets,
+  };
   app.addSchema(EmailAccount);
   const tags = ['Email'];
 
@@ -50,7 +53,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
     async (request) => {
       const ctx = request.tenant(request.query.organization_uid);
       const page = pageRequest(request.query, 25);
-      const { items, total } = await service.listEmailAccounts(db, ctx, page);
+      const { items, total } = await service.listEmailAccounts(db, deps.secrets, ctx, page);
       return envelope({ items, _meta: pageMeta(page, total) }, 'Email accounts');
     },
   );
@@ -67,6 +70,9 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
       config: { scope: 'email:read' },
     },
     async (request) =>
-      envelope(await service.getEmailAccount(db, request.tenant(), request.params.uid), 'Email account'),
+      envelope(
+        await service.getEmailAccount(db, deps.secrets, request.tenant(), request.params.uid),
+        'Email account',
+      ),
   );
 }

@@ -1,4 +1,6 @@
+import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
+import { isSealed, type SecretBox } from '../../platform/secrets/secret-box.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
@@ -9,10 +11,14 @@ import type { CreateEmailAccountBodyT } from './email-accounts.schemas.ts';
 
 export interface EmailAccountOptions {
   allowPrivateNetworkTargets: boolean;
+  secrets: SecretBox;
 }
 
-export function toEmailAccountView(row: repo.EmailAccountRow) {
-  const smtp = row.smtpUrl ? parseSmtpUrl(row.smtpUrl) : undefined;
+/** What an account's sealed SMTP URL is bound to: this column of this account's row. */
+export const smtpUrlPurpose = (accountUid: string) => `email_accounts.smtp_url:${accountUid}`;
+
+export function toEmailAccountView(row: repo.EmailAccountRow, secrets: SecretBox) {
+  const smtp = row.smtpUrl ? parseSmtpUrl(secrets.open(row.smtpUrl, smtpUrlPurpose(row.uid))) : undefined;
   return {
     uid: row.uid,
     organization_uid: row.organizationUid,
@@ -52,17 +58,20 @@ export async function createEmailAccount(
 ): Promise<EmailAccountView> {
   requireAdmin(ctx);
   const smtpUrl = body.smtp_url === undefined ? null : await checkSmtpUrl(body.smtp_url, options);
+  const uid = crypto.randomUUID();
   try {
     // In a transaction: the route is `deferred` (the SMTP host was looked up above, outside it).
     const row = await db.transaction((tx) =>
       repo.insertAccount(tx, {
+        uid,
         organizationUid: ctx.organizationUid,
         email: body.email.trim(),
         displayName: body.display_name.trim(),
-        smtpUrl,
+        // Sealed: the URL carries the SMTP password (docs/security.md#secrets-at-rest).
+        smtpUrl: smtpUrl === null ? null : options.secrets.seal(smtpUrl, smtpUrlPurpose(uid)),
       }),
     );
-    return toEmailAccountView(row);
+    return toEmailAccountView(row, options.secrets);
   } catch (error) {
     if (isUniqueViolation(error)) {
       throw new AppError('already_exists', `An email account for ${body.email} already exists`, [
@@ -73,16 +82,40 @@ export async function createEmailAccount(
   }
 }
 
-export async function getEmailAccount(db: Db, ctx: RequestContext, uid: string): Promise<EmailAccountView> {
+export async function getEmailAccount(
+  db: Db,
+  secrets: SecretBox,
+  ctx: RequestContext,
+  uid: string,
+): Promise<EmailAccountView> {
   const row = await repo.findAccount(db, memberOrganizationUids(ctx), uid);
   if (!row) throw notFound('Email account');
-  return toEmailAccountView(row);
+  return toEmailAccountView(row, secrets);
 }
 
-export async function listEmailAccounts(db: Db, ctx: RequestContext, page: PageRequest) {
+export async function listEmailAccounts(db: Db, secrets: SecretBox, ctx: RequestContext, page: PageRequest) {
   const { rows, total } = await repo.listAccounts(db, ctx.organizationUid, {
     limit: page.perPage,
     offset: offsetOf(page),
   });
-  return { items: rows.map(toEmailAccountView), total };
+  return { items: rows.map((row) => toEmailAccountView(row, secrets)), total };
+}
+
+/**
+ * Seals every SMTP URL that is plaintext (written before encryption at rest) or sealed under a key
+ * that is no longer the current one. Returns how many were sealed again.
+ */
+export async function resealSmtpUrls(db: Db, secrets: SecretBox): Promise<number> {
+  const rows = await repo.listAccountsWithSmtp(db);
+  let count = 0;
+  for (const row of rows) {
+    if (!secrets.isStale(row.smtpUrl)) continue;
+    const purpose = smtpUrlPurpose(row.uid);
+    const plain = isSealed(row.smtpUrl) ? secrets.open(row.smtpUrl, purpose) : row.smtpUrl;
+    if (
+      await repo.replaceSmtpUrl(db, row.organizationUid, row.uid, row.smtpUrl, secrets.seal(plain, purpose))
+    )
+      count += 1;
+  }
+  return count;
 }

@@ -1,3 +1,5 @@
+import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import { smtpUrlPurpose } from './email-accounts.service.ts';
 import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
 import type { Config } from '../../config.ts';
@@ -39,8 +41,8 @@ export interface SendJobData {
 }
 
 export interface Mailers {
-  /** The account's SMTP server, else the operator's `SMTP_URL`, else the outbox. */
-  forAccount(smtpUrl: string | null): Mailer;
+  /** The account's SMTP server (its sealed URL), else the operator's `SMTP_URL`, else the outbox. */
+  forAccount(account: { uid: string; smtpUrl: string | null }): Mailer;
   /** Asked about attempts that went to the outbox, whatever the account uses now. */
   outbox: OutboxMailer;
 }
@@ -55,7 +57,7 @@ export interface EmailSendingDeps {
 
 export const DEFAULT_LEASE_SECONDS = 300;
 
-export function mailersFromConfig(config: Config): Mailers {
+export function mailersFromConfig(config: Config, secrets: SecretBox): Mailers {
   const settings = {
     smtpUrl: config.smtpUrl,
     outboxDir: path.join(config.dataDir, 'outbox'),
@@ -63,7 +65,8 @@ export function mailersFromConfig(config: Config): Mailers {
     requireTls: config.smtpRequireTls,
   };
   return {
-    forAccount: (smtpUrl) => mailerFor(smtpUrl, settings),
+    forAccount: (account) =>
+      mailerFor(account.smtpUrl && secrets.open(account.smtpUrl, smtpUrlPurpose(account.uid)), settings),
     outbox: new OutboxMailer(settings.outboxDir),
   };
 }
@@ -178,7 +181,7 @@ export async function runSendJob(deps: EmailSendingDeps, data: SendJobData): Pro
   const found = await repo.findDraftForSending(deps.db, data.organization_uid, data.draft_uid);
   if (!found) return 'skipped';
   const { draft } = found;
-  const mailer = deps.mailers.forAccount(found.smtpUrl);
+  const mailer = deps.mailers.forAccount({ uid: draft.fromAccountUid, smtpUrl: found.smtpUrl });
   if (draft.status === 'draft') {
     const claimed = await repo.claimDraft(deps.db, draft.organizationUid, draft.uid, {
       messageId: messageIdForDraft(draft.uid, draft.fromEmail),

@@ -26,6 +26,7 @@ export function billingOptionsOf(deps: AppDeps) {
   return {
     allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
     timeoutMs: deps.config.billingTimeoutMs,
+    secrets: deps.secrets,
   };
 }
 

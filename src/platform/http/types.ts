@@ -12,6 +12,7 @@ import type { Jobs } from '../jobs/jobs.ts';
 import type { ObjectStorage } from '../storage/storage.ts';
 import type { DiskSpaceGuard } from '../disk-space.ts';
 import type { RateLimiter } from './rate-limit.ts';
+import type { SecretBox } from '../secrets/secret-box.ts';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -28,6 +29,8 @@ export interface AppDeps {
   jobs: Jobs;
   rateLimiter: RateLimiter;
   objectStorage: ObjectStorage;
+  /** Seals and opens stored credentials (docs/security.md#secrets-at-rest). */
+  secrets: SecretBox;
   /** Refuses writes when the data directory's disk is low; built from the configuration when absent. */
   diskSpace?: DiskSpaceGuard;
 }

@@ -61,6 +61,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
     const result = await reconcileBillingSyncs(database.db, invoiceViewForSync, {
       allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
       timeoutMs: deps.config.billingTimeoutMs,
+      secrets: deps.secrets,
       olderThanSeconds: 30,
     });
     if (result.checked > 0) log.info(result, 'billing sync reconciled');
@@ -72,7 +73,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
   const sending = {
     db: database.db,
     storage: deps.objectStorage,
-    mailers: mailersFromConfig(deps.config),
+    mailers: mailersFromConfig(deps.config, deps.secrets),
     leaseSeconds: deps.config.emailSendLeaseS,
   };
   await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
