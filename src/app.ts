@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { registerSecurityHeaders } from './platform/http/security-headers.ts';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
 import {
@@ -138,6 +139,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   // expects an object (answered 422 "must be object" instead of 415).
   app.removeContentTypeParser('text/plain');
 
+  await registerSecurityHeaders(app, { corsOrigins: deps.config.corsOrigins });
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
