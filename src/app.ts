@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
+import { registerDbRole } from './platform/http/db-role.ts';
 import { registerSecurityHeaders } from './platform/http/security-headers.ts';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
@@ -87,6 +88,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // First of all hooks: nothing a request runs may reach the database outside its role.
+  registerDbRole(app);
 
   // Every route as registered, so a test can prove the OpenAPI document leaves none out.
   const routeList: { method: string; url: string }[] = [];

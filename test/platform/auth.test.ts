@@ -165,7 +165,7 @@ describe('database reads of authentication', () => {
 
     const valid = await countQueries(async () => expect((await me(key)).status).toBe(200));
     expect(valid).toHaveLength(1);
-    expect(valid[0]).toContain('api_keys');
+    expect(valid[0]).toContain('remit_authenticate');
 
     const badChecksum = await countQueries(async () => {
       expectErrorBody(await me(mistype(key)), 401);

@@ -1,6 +1,7 @@
 import { and, count, desc, eq, inArray, isNull, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { preparedQuery, rawQuery, type Database } from '../../platform/db/client.ts';
+import { withConnectionAsIs } from '../../platform/db/session-role.ts';
 import { apiKeys } from './api-keys.tables.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
@@ -105,22 +106,13 @@ export async function findKeyForAuthentication(
   keyHash: string,
   knownVersion: number,
 ): Promise<AuthRow | undefined> {
-  const rows = await preparedQuery<AuthRow>(
-    database,
-    'remit_authenticate_v2',
-    `select k.uid as key_uid, k.organization_uid as key_organization_uid, k.key_hash, k.scopes,
-            (k.expires_at is not null and k.expires_at <= now()) as is_expired,
-            (k.revoked_at is not null) as is_revoked,
-            u.uid as user_uid, u.id as user_id, u.email, u.full_name, u.avatar_url, u.auth_version,
-            case when u.auth_version = $2 then null else
-              coalesce((select json_agg(json_build_object(
-                          'organization_uid', m.organization_uid, 'organization_name', o.name,
-                          'role', m.role, 'is_default', m.is_default) order by m.organization_uid)
-                        from memberships m join organizations o on o.uid = m.organization_uid
-                        where m.user_uid = u.uid), '[]'::json) end as memberships
-       from api_keys k join users u on u.uid = k.user_uid
-      where k.key_hash = $1`,
-    [keyHash, knownVersion],
+  // A function running as its owner (migration 0011): the key is found before the caller's
+  // organizations are known, so this read alone is not confined by row-level security.
+  const rows = await withConnectionAsIs(() =>
+    preparedQuery<AuthRow>(database, 'remit_authenticate_v3', 'select * from remit_authenticate($1, $2)', [
+      keyHash,
+      knownVersion,
+    ]),
   );
   return rows[0];
 }

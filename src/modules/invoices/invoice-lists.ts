@@ -12,6 +12,7 @@ import { loadInvoiceViews, toListItemView } from './invoice-view.ts';
 import { invoices } from './invoices.tables.ts';
 import { visibleInOrganization } from './invoice-access.ts';
 import type { InvoiceRow } from './invoices.repository.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 
 export const SORT_KEYS = {
   due_date: invoices.dueDate,
@@ -246,6 +247,24 @@ async function countInvoices(
  * same direction, so equal keys never swap places between pages.
  */
 export async function listInvoices(
+  db: Db,
+  ctx: RequestContext,
+  type: InvoiceType,
+  q: InvoiceListQuery,
+  page: PageRequest,
+) {
+  const textFiltered = [
+    q.document_type,
+    q.invoice_number,
+    q.stamp_number,
+    q.vendor_nit,
+    q.vendor_name,
+    q.keyword,
+  ].some((value) => value?.trim());
+  return withTextSearchIndexes(textFiltered, () => listInvoicesAs(db, ctx, type, q, page));
+}
+
+async function listInvoicesAs(
   db: Db,
   ctx: RequestContext,
   type: InvoiceType,

@@ -4,6 +4,7 @@ import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './parties.repository.ts';
 import type { ContactInputT, CreatePartyBodyT, PatchPartyBodyT } from './parties.schemas.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 
 export function toPartyView({ party, contact }: repo.PartyWithContact) {
   return {
@@ -92,11 +93,9 @@ export async function listParties(
   filters: { q?: string | undefined; role?: 'client' | 'vendor' | undefined },
   page: PageRequest,
 ) {
-  const { rows, total } = await repo.listParties(db, ctx.organizationUid, {
-    ...filters,
-    q: filters.q?.trim() || undefined,
-    limit: page.perPage,
-    offset: offsetOf(page),
-  });
+  const q = filters.q?.trim() || undefined;
+  const { rows, total } = await withTextSearchIndexes(q !== undefined, () =>
+    repo.listParties(db, ctx.organizationUid, { ...filters, q, limit: page.perPage, offset: offsetOf(page) }),
+  );
   return { items: rows.map(toPartyView), total };
 }

@@ -5,6 +5,7 @@ import { AppError, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './products.repository.ts';
 import type { CreateProductBodyT, PatchProductBodyT } from './products.schemas.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 
 export function toProductView(row: repo.ProductRow) {
   return {
@@ -72,11 +73,14 @@ export async function listProducts(
   filters: { q?: string | undefined; contextType?: 'PRODUCT' | 'DISCOUNT' | undefined },
   page: PageRequest,
 ) {
-  const { rows, total } = await repo.listProducts(db, ctx.organizationUid, {
-    q: filters.q?.trim() || undefined,
-    contextType: filters.contextType,
-    limit: page.perPage,
-    offset: offsetOf(page),
-  });
+  const q = filters.q?.trim() || undefined;
+  const { rows, total } = await withTextSearchIndexes(q !== undefined, () =>
+    repo.listProducts(db, ctx.organizationUid, {
+      q,
+      contextType: filters.contextType,
+      limit: page.perPage,
+      offset: offsetOf(page),
+    }),
+  );
   return { items: rows.map(toProductView), total };
 }

@@ -13,6 +13,7 @@ import {
   type SearchQueryT,
   type SearchType,
 } from './search.schemas.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 
 export function parseTypes(value: string | undefined): SearchType[] {
   if (value === undefined || value.trim() === '') return [...SEARCH_TYPES];
@@ -93,7 +94,9 @@ export async function search(db: Db, ctx: RequestContext, query: SearchQueryT): 
     pattern = containsPattern(q);
   }
   const share = shareOf(limit, types.length);
-  const lists = await Promise.all(types.map((type) => FINDERS[type](db, ctx, pattern, share)));
+  const lists = await withTextSearchIndexes(pattern !== null, () =>
+    Promise.all(types.map((type) => FINDERS[type](db, ctx, pattern, share))),
+  );
   return interleave(lists, limit);
 }
 
@@ -105,13 +108,15 @@ export async function contextSearch(db: Db, ctx: RequestContext, query: ContextS
   const limit = query.per_page ?? 10;
   const wants = (type: 'invoice' | 'party' | 'message') => !query.entity_type || query.entity_type === type;
   const org = ctx.organizationUid;
-  const [invoices, parties, messages] = await Promise.all([
-    wants('invoice')
-      ? repo.findLinkableInvoices(db, org, pattern, limit, visibleInOrganization(db, ctx))
-      : Promise.resolve([]),
-    wants('party') ? repo.findLinkableParties(db, org, pattern, limit) : Promise.resolve([]),
-    wants('message') ? repo.findLinkableMessages(db, org, pattern, limit) : Promise.resolve([]),
-  ]);
+  const [invoices, parties, messages] = await withTextSearchIndexes(true, () =>
+    Promise.all([
+      wants('invoice')
+        ? repo.findLinkableInvoices(db, org, pattern, limit, visibleInOrganization(db, ctx))
+        : Promise.resolve([]),
+      wants('party') ? repo.findLinkableParties(db, org, pattern, limit) : Promise.resolve([]),
+      wants('message') ? repo.findLinkableMessages(db, org, pattern, limit) : Promise.resolve([]),
+    ]),
+  );
   return {
     invoices: invoices.map((i) => ({
       uid: i.uid,

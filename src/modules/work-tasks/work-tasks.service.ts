@@ -21,6 +21,7 @@ import {
   type TaskStatus,
   type TaskType,
 } from './work-tasks.tables.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -490,20 +491,18 @@ function commaList<T extends string>(
 
 export async function listTasks(db: Db, ctx: RequestContext, query: ListTasksQueryT, page: PageRequest) {
   const org = ctx.organizationUid;
-  const { rows, total } = await repo.listTasks(
-    db,
-    org,
-    {
-      statuses: commaList<TaskStatus>(query.status, TASK_STATUSES, 'status'),
-      type: query.type as TaskType | undefined,
-      priorities: commaList<TaskPriority>(query.priority, TASK_PRIORITIES, 'priority'),
-      assigneeUserUid: query.assignee_user_uid,
-      assigneeAgentUid: query.assignee_agent_uid,
-      q: query.q?.trim() || undefined,
-    },
-    parseSort<repo.TaskSortField>(query.sort, '-created_at'),
-    page.perPage,
-    offsetOf(page),
+  const q = query.q?.trim() || undefined;
+  const filters = {
+    statuses: commaList<TaskStatus>(query.status, TASK_STATUSES, 'status'),
+    type: query.type as TaskType | undefined,
+    priorities: commaList<TaskPriority>(query.priority, TASK_PRIORITIES, 'priority'),
+    assigneeUserUid: query.assignee_user_uid,
+    assigneeAgentUid: query.assignee_agent_uid,
+    q,
+  };
+  const sort = parseSort<repo.TaskSortField>(query.sort, '-created_at');
+  const { rows, total } = await withTextSearchIndexes(q !== undefined, () =>
+    repo.listTasks(db, org, filters, sort, page.perPage, offsetOf(page)),
   );
   return { items: await toTaskViews(db, org, rows), total };
 }

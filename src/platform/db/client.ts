@@ -9,6 +9,7 @@ import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
 import * as schema from './schema.ts';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
+import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -47,7 +48,7 @@ const extensions = { pg_trgm, pgcrypto };
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
-    const pool = new pg.Pool({
+    const pool = new RoleScopedPool({
       connectionString: options.databaseUrl,
       max: options.poolSize ?? 10,
       statement_timeout: options.statementTimeoutMs,
@@ -75,12 +76,14 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       },
     };
   }
-  const lite = await PGlite.create({
+  const raw = await PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     extensions,
   });
-  await lite.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
+  await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
+  // Every statement through `lite` runs as its caller's role (session-role.ts).
+  const lite = roleScopedPglite(raw);
   const db = scopedDb(drizzlePglite(lite, { schema }) as unknown as Db);
   return {
     kind: 'pglite',
@@ -90,7 +93,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       await lite.query('select 1');
     },
     close: async () => {
-      if (!lite.closed) await lite.close();
+      if (!raw.closed) await raw.close();
     },
   };
 }

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin';
 import type { Scope } from '../../modules/api-keys/scopes.ts';
 import { keyAllows, roleAllows } from '../../modules/api-keys/scopes.ts';
 import { contextFor, type Principal, type RequestContext } from './context.ts';
+import { narrowToCaller } from './db-role.ts';
 import { AppError } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
@@ -89,6 +90,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
       throw unauthorized();
     }
     request.principal = result.principal;
+    narrowToCaller(request, result.principal);
     options.onAuthenticated?.(result.principal);
     await spend(request, reply, result.principal.apiKeyUid);
 

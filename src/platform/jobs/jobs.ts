@@ -2,6 +2,7 @@ import PgBoss from 'pg-boss';
 import type { Database, DbOrTx } from '../db/client.ts';
 import { rawClientOf } from '../db/client.ts';
 import { afterCommit } from '../db/request-scope.ts';
+import { asService } from '../db/session-role.ts';
 
 export type JobHandler<T> = (data: T, job: { id: string; name: string }) => Promise<void>;
 
@@ -32,14 +33,17 @@ function executorFor(database: Database, gate?: () => Promise<void>): SqlExecuto
       async executeSql(text, values) {
         // Every fetch, completion and maintenance step of the queue writes: none while the disk is low.
         await gate?.();
-        if (values && values.length > 0) return lite.query(text, values);
-        const results = await lite.exec(text);
-        return results[results.length - 1] ?? { rows: [] };
+        // The queue's own tables are not tenant data: pg-boss always runs as the login role.
+        return asService(async () => {
+          if (values && values.length > 0) return lite.query(text, values);
+          const results = await lite.exec(text);
+          return results[results.length - 1] ?? { rows: [] };
+        });
       },
     };
   }
   const pool = database.pool!;
-  return { executeSql: (text, values) => pool.query(text, values) };
+  return { executeSql: (text, values) => asService(() => pool.query(text, values)) };
 }
 
 /** An executor bound to a transaction: what pg-boss writes commits or rolls back with it. */
@@ -103,8 +107,10 @@ export class Jobs {
       name,
       { pollingIntervalSeconds: this.pollIntervalSeconds },
       async (batch) => {
+        // A job is the process's own work: it acts across organizations, as the login role
+        // (docs/security.md#the-bypass); each handler still names the organization in every query.
         for (const job of batch)
-          await (handler as JobHandler<object>)(job.data, { id: job.id, name: job.name });
+          await asService(() => (handler as JobHandler<object>)(job.data, { id: job.id, name: job.name }));
       },
     );
   }
