@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 /**
  * `npm run bench`: starts Remit (PGlite and PostgreSQL) and two reference servers as child processes
  * pinned to CPU 0, drives them with autocannon from this process (pinned to CPU 1), prints a table and
@@ -235,6 +236,8 @@ const REMIT_ENV: Record<string, string> = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_MAX: '100000000',
   RUN_WORKERS: 'false',
+  // Required with DATABASE_URL (docs/security.md#secrets-at-rest); a throwaway key for a throwaway database.
+  SECRET_KEY: process.env.SECRET_KEY || crypto.randomBytes(32).toString('base64'),
 };
 
 function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {

@@ -34,8 +34,11 @@ const READ_INVOICE = `
 select to_json(i) as invoice,
   (select coalesce(json_agg(l order by l.position, l.uid), '[]') from invoice_line_items l
     where l.organization_uid = i.organization_uid and l.invoice_uid = i.uid) as lines,
-  (select coalesce(json_agg(json_build_object('party', to_json(p), 'contact', to_json(c))), '[]')
-     from parties p left join party_contacts c on c.organization_uid = p.organization_uid and c.party_uid = p.uid
+  (select coalesce(json_agg(json_build_object('party', to_json(p), 'contact',
+            -- A party has at most one contact (unique index). A subquery per party, not a join: under
+            -- row-level security the planner costed the join as a scan of all the organization's contacts.
+            (select to_json(c) from party_contacts c where c.organization_uid = p.organization_uid and c.party_uid = p.uid))), '[]')
+     from parties p
     where p.organization_uid = i.organization_uid and p.uid in (i.client_party_uid, i.service_provider_party_uid)) as parties,
   (select coalesce(json_agg(x order by x.created_at), '[]') from invoice_integrations x
     where x.organization_uid = i.organization_uid and x.entity_uid = i.uid) as integrations,
@@ -59,7 +62,7 @@ export async function readInvoiceView(
   uid: string,
 ): Promise<{ view: InvoiceView; row: InvoiceRow; assigneeUids: string[] } | undefined> {
   if (organizationUids.length === 0) return undefined;
-  const [row] = await preparedQuery<InvoiceReadRow>(database, 'remit_read_invoice_v1', READ_INVOICE, [
+  const [row] = await preparedQuery<InvoiceReadRow>(database, 'remit_read_invoice_v2', READ_INVOICE, [
     organizationUids,
     uid,
   ]);

@@ -121,14 +121,17 @@ export class RoleScopedPool extends pg.Pool {
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
     const wanted = settingsFor(currentRole());
-    const ready = super.connect().then(async (client) => {
-      try {
-        await apply(client as unknown as Settable, wanted);
-      } catch (error) {
-        client.release(error as Error);
-        throw error;
-      }
-      return client;
+    const ready = super.connect().then((client) => {
+      const connection = client as unknown as Settable;
+      // The steady state (the connection already has this role) adds no promise of its own.
+      if (!wanted || (connection[APPLIED] ?? SERVICE_SETTINGS.key) === wanted.key) return client;
+      return apply(connection, wanted).then(
+        () => client,
+        (error: unknown) => {
+          client.release(error as Error);
+          throw error;
+        },
+      );
     });
     if (!callback) return ready;
     ready.then(
