@@ -4,7 +4,10 @@
 -- jobs and the CLI. A role is cluster-wide: created once, tolerated when it already exists.
 DO $$
 BEGIN
-  CREATE ROLE remit_tenant NOLOGIN NOBYPASSRLS NOINHERIT;
+  -- Checked first: CREATE ROLE refuses a user without CREATEROLE even when the role already exists.
+  IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'remit_tenant') THEN
+    CREATE ROLE remit_tenant NOLOGIN NOBYPASSRLS NOINHERIT;
+  END IF;
 EXCEPTION
   WHEN duplicate_object OR unique_violation THEN NULL;
   WHEN insufficient_privilege THEN
@@ -18,6 +21,10 @@ BEGIN
   IF NOT pg_has_role(current_user, 'remit_tenant', 'MEMBER') THEN
     EXECUTE format('GRANT remit_tenant TO %I', current_user);
   END IF;
+EXCEPTION
+  WHEN insufficient_privilege THEN
+    RAISE EXCEPTION 'Remit runs requests as the role remit_tenant, and % is not a member of it and may not make itself one', current_user
+      USING HINT = format('Run once as a superuser: GRANT remit_tenant TO %I;', current_user);
 END
 $$;
 --> statement-breakpoint

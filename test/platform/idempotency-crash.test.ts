@@ -77,7 +77,9 @@ describe('idempotent payments under kill -9', () => {
     const answers = new Map<string, Answer>();
     let running = true;
     const statuses = new Map<string, number>();
-    const deadline = Date.now() + 60_000;
+    // Up to four restarts of an embedded server on a busy machine (two suites side by side) can take
+    // more than a minute together; the test's own timeout still bounds the whole run.
+    const deadline = Date.now() + 150_000;
 
     const pay = async (client: number, n: number): Promise<Answer> => {
       let last = '';
@@ -160,5 +162,5 @@ describe('idempotent payments under kill -9', () => {
     }
     expect(kills).toBeGreaterThan(0);
     console.log({ kills, statuses: Object.fromEntries(statuses) });
-  }, 240_000);
+  }, 300_000);
 });

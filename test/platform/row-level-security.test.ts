@@ -1,6 +1,9 @@
+import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawQuery } from '../../src/platform/db/client.ts';
-import { asService } from '../../src/platform/db/session-role.ts';
+import { openDatabase, rawQuery, type Database } from '../../src/platform/db/client.ts';
+import { migrate } from '../../src/platform/db/migrate.ts';
+import { asService, runWithRole, type RoleHolder } from '../../src/platform/db/session-role.ts';
+import { adminQuery, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -157,5 +160,61 @@ describe('row-level security', () => {
     const res = await call(t.app, 'GET', '/api/test-unfiltered/bypass', { key: p.orgA.member.key });
     expect(res.status).toBe(200);
     expect(orgsIn(res.body).sort()).toEqual([p.orgA.uid, p.orgB.uid].sort());
+  });
+});
+
+// A production install where the login role is an ordinary owner, not a superuser (PostgreSQL only:
+// PGlite has one superuser session).
+describe.skipIf(!testDatabaseUrl)('an ordinary login role', () => {
+  const tag = crypto.randomBytes(5).toString('hex');
+  const user = `remit_owner_${tag}`;
+  const name = `remit_rls_${tag}`;
+  let database: Database | undefined;
+
+  afterAll(async () => {
+    await database?.close();
+    await adminQuery(`drop database if exists ${name} with (force)`);
+    await adminQuery(`drop role if exists ${user}`);
+  });
+
+  it('is told how to get remit_tenant, then migrates, and requests run bound while it owns the tables', async () => {
+    await adminQuery(`create role ${user} login nosuperuser nocreaterole`);
+    await adminQuery(`create database ${name} owner ${user}`);
+    const url = new URL(withDatabaseName(testDatabaseUrl!, name));
+    url.username = user;
+    database = await openDatabase({ databaseUrl: url.toString(), statementTimeoutMs: 10_000, poolSize: 2 });
+    const error = await migrate(database).then(
+      () => null,
+      (e: unknown) => e as Error,
+    );
+    expect(error?.message).toMatch(/^Migration 0011_row_level_security failed: .*remit_tenant/);
+    expect(error?.message).toContain(`Hint: Run once as a superuser: GRANT remit_tenant TO ${user};`);
+    // Nothing of the failed migration stayed.
+    const [applied] = await rawQuery<{ n: number }>(
+      database.db,
+      `select count(*)::int as n from information_schema.tables where table_name = 'invoices'`,
+    );
+    expect(applied?.n).toBe(0);
+
+    await adminQuery(`grant remit_tenant to ${user}`);
+    await migrate(database);
+    const orgA = crypto.randomUUID();
+    const orgB = crypto.randomUUID();
+    await rawQuery(database.db, `insert into organizations (uid, name) values ($1, 'A'), ($2, 'B')`, [
+      orgA,
+      orgB,
+    ]);
+    await rawQuery(
+      database.db,
+      `insert into parties (organization_uid, name, role) values ($1, 'a', 'client'), ($2, 'b', 'client')`,
+      [orgA, orgB],
+    );
+    // The owner's own work sees both; as a request for organization A, only A.
+    expect(await rawQuery(database.db, 'select 1 from parties')).toHaveLength(2);
+    const holder: RoleHolder = { role: { kind: 'tenant', organizationUids: [orgA] } };
+    const seen = await runWithRole(holder, () =>
+      rawQuery<{ organization_uid: string }>(database!.db, 'select organization_uid from parties'),
+    );
+    expect(seen).toEqual([{ organization_uid: orgA }]);
   });
 });

@@ -57,10 +57,26 @@ export async function migrate(database: Database, dir = MIGRATIONS_DIR): Promise
     const doneTags = new Set((done as { rows: { tag: string }[] }).rows.map((r) => r.tag));
     for (const migration of readMigrations(dir)) {
       if (doneTags.has(migration.tag)) continue;
-      for (const statement of migration.statements) await tx.execute(sql.raw(statement));
+      for (const statement of migration.statements) {
+        try {
+          await tx.execute(sql.raw(statement));
+        } catch (error) {
+          throw migrationError(migration.tag, error);
+        }
+      }
       await tx.execute(sql`insert into remit_migrations (tag) values (${migration.tag})`);
       applied.push(migration.tag);
     }
   });
   return applied;
+}
+
+/**
+ * The database's own words (and its hint, which says what to do) rather than the driver's wrapper,
+ * whose message starts with the whole failed statement.
+ */
+function migrationError(tag: string, error: unknown): Error {
+  const cause = ((error as { cause?: unknown }).cause ?? error) as { message?: string; hint?: string };
+  const hint = cause.hint ? ` Hint: ${cause.hint}` : '';
+  return new Error(`Migration ${tag} failed: ${cause.message ?? String(error)}.${hint}`, { cause: error });
 }
