@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'data/', 'migrations/', 'bench/results/', 'bin/'] },
+  { ignores: ['node_modules/', 'dist/', 'data/', 'migrations/', 'bench/results/', 'bin/'] },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -1,6 +1,15 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI directly through tsx, so `npm install` is all the set-up there is.
-import { register } from 'tsx/esm/api';
+// The `remit` command: the compiled CLI (dist/, built by `npm install` or `npm run build`), or the
+// TypeScript source through tsx when there is no build yet (a checkout before its first build).
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
-register();
-await import('../src/cli.ts');
+const compiled = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+if (fs.existsSync(compiled)) {
+  process.setSourceMapsEnabled(true);
+  await import(compiled);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli.ts');
+}

@@ -23,10 +23,11 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   return { ...base, LOG_LEVEL: 'warn', ...key, ...env };
 }
 
-/** Runs the real `remit` CLI (bin/remit.js) and collects its output. */
+/** Runs the real `remit` CLI (src/cli.ts, what bin/remit.js runs compiled) and collects its output. */
 export function runCli(args: string[], env: Record<string, string>): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin/remit.js'), ...args], {
+    // The source through tsx, as the server below: a test must never run a stale dist/ build.
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...args], {
       cwd: ROOT,
       env: cleanEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
