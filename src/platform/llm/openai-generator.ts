@@ -7,7 +7,7 @@
  * refuse them). The JSON answer is asked for in the prompt and read leniently (code fences, text around
  * the object). One attempt, bounded by `LLM_TIMEOUT_MS`: an email prepare request waits for it.
  */
-import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from 'openai';
+import type OpenAI from 'openai';
 import type { LlmConfig } from '../../config.ts';
 import {
   TextGenerationError,
@@ -75,7 +75,18 @@ export function parseEmailAnswer(
   return { subject: cleanSubject, body_text: cleanBody };
 }
 
-function failureMessage(error: unknown, timeoutMs: number): string {
+type OpenAiSdk = typeof import('openai');
+
+// Loaded when the first email is composed, not at start: the SDK is ≈ 60 ms of import that a server
+// without an LLM configured, or one that never composes, does not need (docs/performance.md).
+let sdk: Promise<OpenAiSdk> | undefined;
+const loadSdk = (): Promise<OpenAiSdk> => (sdk ??= import('openai'));
+
+function failureMessage(
+  { APIConnectionError, APIConnectionTimeoutError, APIError }: OpenAiSdk,
+  error: unknown,
+  timeoutMs: number,
+): string {
   // Order matters: the timeout error is a connection error, which is an API error.
   if (error instanceof APIConnectionTimeoutError)
     return `The text generator did not answer within ${timeoutMs} ms`;
@@ -88,10 +99,13 @@ function failureMessage(error: unknown, timeoutMs: number): string {
 
 export class OpenAiGenerator implements TextGenerator {
   readonly kind = 'openai' as const;
-  private readonly client: OpenAI;
+  private client: OpenAI | undefined;
 
-  constructor(private readonly config: OpenAiConfig) {
-    this.client = new OpenAI({
+  constructor(private readonly config: OpenAiConfig) {}
+
+  private clientFrom({ default: OpenAIClient }: OpenAiSdk): OpenAI {
+    const { config } = this;
+    return (this.client ??= new OpenAIClient({
       baseURL: config.baseUrl ?? 'https://api.openai.com/v1',
       // Local servers (Ollama, vLLM) take no key, but the client insists on one.
       apiKey: config.apiKey ?? 'not-needed',
@@ -103,7 +117,7 @@ export class OpenAiGenerator implements TextGenerator {
       timeout: config.timeoutMs,
       maxRetries: 0,
       logLevel: 'off',
-    });
+    }));
   }
 
   async composeEmail(request: EmailCompositionRequest): Promise<GeneratedEmail> {
@@ -112,9 +126,10 @@ export class OpenAiGenerator implements TextGenerator {
     const user =
       `Write a payment email about this invoice.\nFacts (JSON):\n${JSON.stringify(facts, null, 2)}` +
       (hint ? `\n\nGuidance from the sender:\n${hint}` : '');
+    const openai = await loadSdk();
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
-      completion = await this.client.chat.completions.create({
+      completion = await this.clientFrom(openai).chat.completions.create({
         model: this.config.model,
         messages: [
           { role: 'system', content: SYSTEM_PROMPT },
@@ -122,7 +137,7 @@ export class OpenAiGenerator implements TextGenerator {
         ],
       });
     } catch (error) {
-      throw new TextGenerationError(failureMessage(error, this.config.timeoutMs), undefined, {
+      throw new TextGenerationError(failureMessage(openai, error, this.config.timeoutMs), undefined, {
         cause: error,
       });
     }
