@@ -1,4 +1,4 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
+import { currentDbContext, runWithDbContext } from './async-context.ts';
 import type { Db, Tx } from './client.ts';
 
 /**
@@ -21,14 +21,12 @@ export interface RequestScope {
   closed: boolean;
 }
 
-const storage = new AsyncLocalStorage<RequestScope>();
-
 export function runInScope<T>(scope: RequestScope, fn: () => T): T {
-  return storage.run(scope, fn);
+  return runWithDbContext({ scope }, fn);
 }
 
 function openScope(): RequestScope | undefined {
-  const scope = storage.getStore();
+  const scope = currentDbContext()?.scope as RequestScope | undefined;
   return scope && !scope.closed ? scope : undefined;
 }
 

@@ -1,6 +1,6 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
+import { currentDbContext, runWithDbContext } from './async-context.ts';
 
 /**
  * Who the database sees (docs/security.md#row-level-security). A request runs as `remit_tenant`,
@@ -21,7 +21,6 @@ export interface RoleHolder {
 
 export const TENANT_ROLE = 'remit_tenant';
 
-const storage = new AsyncLocalStorage<RoleHolder>();
 const SERVICE: RoleHolder = { role: { kind: 'service' } };
 
 /** A request before authentication: the tenant role with no organization, which sees no tenant row. */
@@ -31,7 +30,7 @@ export function unauthenticatedRole(): RoleHolder {
 
 /** Runs `fn` (and everything it starts) with `holder`'s role. */
 export function runWithRole<T>(holder: RoleHolder, fn: () => T): T {
-  return storage.run(holder, fn);
+  return runWithDbContext({ role: holder }, fn);
 }
 
 /**
@@ -41,7 +40,7 @@ export function runWithRole<T>(holder: RoleHolder, fn: () => T): T {
  * the transaction keeps the role it began with.
  */
 export function asService<T>(fn: () => T): T {
-  return storage.run(SERVICE, fn);
+  return runWithDbContext({ role: SERVICE }, fn);
 }
 
 const ANY: RoleHolder = { role: { kind: 'any' } };
@@ -52,7 +51,7 @@ const ANY: RoleHolder = { role: { kind: 'any' } };
  * a switch would cost on every request.
  */
 export function withConnectionAsIs<T>(fn: () => T): T {
-  return storage.run(ANY, fn);
+  return runWithDbContext({ role: ANY }, fn);
 }
 
 /**
@@ -67,7 +66,7 @@ export function withTextSearchIndexes<T>(textFiltered: boolean, fn: () => T): T 
 
 /** The role statements issued now must run as; no request around means the process's own work. */
 export function currentRole(): SessionRole {
-  return (storage.getStore() ?? SERVICE).role;
+  return ((currentDbContext()?.role as RoleHolder | undefined) ?? SERVICE).role;
 }
 
 interface SessionSettings {
