@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import { isSealed, type SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
@@ -577,12 +577,11 @@ export async function resealBillingSecrets(db: Db, secrets: SecretBox): Promise<
     .from(billingIntegrations);
   let count = 0;
   for (const row of rows) {
-    if (!secrets.isStale(row.secret)) continue;
-    const purpose = billingSecretPurpose(row.organizationUid);
-    const plain = isSealed(row.secret) ? secrets.open(row.secret, purpose) : row.secret;
+    const sealed = secrets.resealed(row.secret, billingSecretPurpose(row.organizationUid));
+    if (sealed === undefined) continue;
     const updated = await db
       .update(billingIntegrations)
-      .set({ secret: secrets.seal(plain, purpose) })
+      .set({ secret: sealed })
       .where(
         and(
           eq(billingIntegrations.organizationUid, row.organizationUid),

@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
-import { isSealed, type SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
@@ -109,13 +109,9 @@ export async function resealSmtpUrls(db: Db, secrets: SecretBox): Promise<number
   const rows = await repo.listAccountsWithSmtp(db);
   let count = 0;
   for (const row of rows) {
-    if (!secrets.isStale(row.smtpUrl)) continue;
-    const purpose = smtpUrlPurpose(row.uid);
-    const plain = isSealed(row.smtpUrl) ? secrets.open(row.smtpUrl, purpose) : row.smtpUrl;
-    if (
-      await repo.replaceSmtpUrl(db, row.organizationUid, row.uid, row.smtpUrl, secrets.seal(plain, purpose))
-    )
-      count += 1;
+    const sealed = secrets.resealed(row.smtpUrl, smtpUrlPurpose(row.uid));
+    if (sealed === undefined) continue;
+    if (await repo.replaceSmtpUrl(db, row.organizationUid, row.uid, row.smtpUrl, sealed)) count += 1;
   }
   return count;
 }

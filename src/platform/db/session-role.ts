@@ -93,10 +93,14 @@ const APPLIED = Symbol('remit session settings');
 
 type Settable = { [APPLIED]?: string; query(text: string, values: unknown[]): Promise<unknown> };
 
-async function apply(connection: Settable, wanted: SessionSettings | null): Promise<void> {
-  if (!wanted) return;
+/** Whether the connection already runs as `wanted` (null: any role will do). */
+function hasSettings(connection: Settable, wanted: SessionSettings | null): boolean {
   // A fresh connection is the login role with no organizations: the service settings.
-  if ((connection[APPLIED] ?? SERVICE_SETTINGS.key) === wanted.key) return;
+  return !wanted || (connection[APPLIED] ?? SERVICE_SETTINGS.key) === wanted.key;
+}
+
+async function apply(connection: Settable, wanted: SessionSettings | null): Promise<void> {
+  if (!wanted || hasSettings(connection, wanted)) return;
   // Forget first: if this fails halfway the connection's state is unknown and is set again next time.
   connection[APPLIED] = 'unknown';
   await connection.query(APPLY, [wanted.role, wanted.organizations]);
@@ -123,7 +127,7 @@ export class RoleScopedPool extends pg.Pool {
     const ready = super.connect().then((client) => {
       const connection = client as unknown as Settable;
       // The steady state (the connection already has this role) adds no promise of its own.
-      if (!wanted || (connection[APPLIED] ?? SERVICE_SETTINGS.key) === wanted.key) return client;
+      if (hasSettings(connection, wanted)) return client;
       return apply(connection, wanted).then(
         () => client,
         (error: unknown) => {

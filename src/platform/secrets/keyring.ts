@@ -18,6 +18,14 @@ export interface LoadedKeyring {
   generatedFile?: string;
 }
 
+/** The key lines of the file's text: blank lines and `#` comments skipped. */
+function keyLines(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l.length > 0 && !l.startsWith('#'));
+}
+
 async function readKeyFile(file: string): Promise<SecretKey[] | undefined> {
   let text: string;
   try {
@@ -26,10 +34,7 @@ async function readKeyFile(file: string): Promise<SecretKey[] | undefined> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-  const lines = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l.length > 0 && !l.startsWith('#'));
+  const lines = keyLines(text);
   if (lines.length === 0) throw new SecretKeyError(`${file} holds no key`);
   return lines.map((line, i) => parseSecretKey(line, `${file}, line ${i + 1}`));
 }
@@ -88,11 +93,7 @@ export async function loadKeyring(config: Config): Promise<LoadedKeyring> {
 export async function addEmbeddedKey(config: Config): Promise<SecretBox> {
   const file = path.join(config.dataDir, KEY_FILE);
   const text = await fs.readFile(file, 'utf8').catch(() => '');
-  const lines = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l.length > 0 && !l.startsWith('#'));
-  await writeKeyFile(file, [generateSecretKey(), ...lines]);
+  await writeKeyFile(file, [generateSecretKey(), ...keyLines(text)]);
   return (await loadKeyring(config)).box;
 }
 

@@ -106,6 +106,15 @@ export class SecretBox {
   isStale(value: string): boolean {
     return !value.startsWith(`${SEALED_PREFIX}${this.currentKeyId}:`);
   }
+
+  /**
+   * `stored` sealed under the current key, or undefined when it already is. Plaintext (written before
+   * encryption at rest) is sealed as it is; a value under an earlier key is opened first.
+   */
+  resealed(stored: string, purpose: string): string | undefined {
+    if (!this.isStale(stored)) return undefined;
+    return this.seal(isSealed(stored) ? this.open(stored, purpose) : stored, purpose);
+  }
 }
 
 export function isSealed(value: string): boolean {
