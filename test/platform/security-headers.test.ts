@@ -87,14 +87,13 @@ describe('CORS', () => {
       },
     });
 
+  const getFrom = (app: TestApp, origin: string) =>
+    app.app.inject({ method: 'GET', url: '/healthz', headers: { origin } });
+
   it('off by default: no origin is allowed', async () => {
     const res = await preflight(plain, 'https://console.example.com');
     expect(res.headers['access-control-allow-origin']).toBeUndefined();
-    const get = await plain.app.inject({
-      method: 'GET',
-      url: '/healthz',
-      headers: { origin: 'https://console.example.com' },
-    });
+    const get = await getFrom(plain, 'https://console.example.com');
     expect(get.headers['access-control-allow-origin']).toBeUndefined();
   });
 
@@ -108,11 +107,7 @@ describe('CORS', () => {
     expect(allowed.headers['access-control-allow-credentials']).toBeUndefined();
     const other = await preflight(proxied, 'https://evil.example.com');
     expect(other.headers['access-control-allow-origin']).toBeUndefined();
-    const get = await proxied.app.inject({
-      method: 'GET',
-      url: '/healthz',
-      headers: { origin: 'http://localhost:5173' },
-    });
+    const get = await getFrom(proxied, 'http://localhost:5173');
     expect(get.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(String(get.headers['access-control-expose-headers'])).toContain('X-Request-Id');
   });
