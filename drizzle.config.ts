@@ -4,6 +4,6 @@ import { defineConfig } from 'drizzle-kit';
 // never by the drizzle-kit CLI, so that PGlite and PostgreSQL run exactly the same files.
 export default defineConfig({
   dialect: 'postgresql',
-  schema: './src/platform/db/schema.ts',
+  schema: './src/schema.ts',
   out: './migrations',
 });

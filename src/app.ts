@@ -17,7 +17,9 @@ import { schemaCompiler } from './platform/http/validation.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
 import { AppError } from './platform/http/errors.ts';
-import type { App, AppDeps } from './platform/http/types.ts';
+import type { FastifyBaseLogger } from 'fastify';
+import type { App, AppDeps, AppModule } from './platform/http/types.ts';
+import { registerIdempotencyJobs } from './platform/http/idempotency.ts';
 import { authenticate, MembershipCache } from './modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
@@ -42,8 +44,66 @@ import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
+import { registerBillingJobs } from './modules/billing/billing.jobs.ts';
+import { registerEmailJobs } from './modules/email/email.jobs.ts';
+import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
+import { installCollectionsAgent } from './modules/agents/collections-agent.ts';
+import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
+import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
 import { loggerOptions } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
+
+/**
+ * The composition root: the one list of modules, each with its routes, its queues and what it installs
+ * into another's extension points. Nothing else imports every module (ARCHITECTURE.md#layers); the
+ * order is the order routes are registered in (and shown in the OpenAPI document).
+ */
+const MODULES: readonly AppModule[] = [
+  { name: 'system', routes: [systemRoutes] },
+  { name: 'me', routes: [async (app) => meRoutes(app)] },
+  { name: 'api-keys', routes: [apiKeyRoutes] },
+  { name: 'parties', routes: [partyRoutes] },
+  { name: 'products', routes: [productRoutes] },
+  { name: 'invoices', routes: [invoiceRoutes, invoiceListRoutes] },
+  { name: 'billing', routes: [billingRoutes], jobs: registerBillingJobs },
+  { name: 'attachments', routes: [attachmentRoutes] },
+  {
+    name: 'email',
+    routes: [emailAccountRoutes, emailDraftRoutes, emailPrepareRoutes],
+    jobs: registerEmailJobs,
+  },
+  { name: 'search', routes: [searchRoutes] },
+  { name: 'work-tasks', routes: [workTaskRoutes] },
+  {
+    name: 'agents',
+    routes: [agentRoutes, agentRunRoutes],
+    jobs: registerAgentJobs,
+    install: installCollectionsAgent,
+  },
+  { name: 'conversations', routes: [conversationRoutes] },
+  { name: 'metrics', routes: [metricRoutes], jobs: registerMetricJobs },
+  { name: 'knowledge', routes: [knowledgeRoutes], jobs: registerKnowledgeJobs },
+  { name: 'documents', routes: [documentRoutes] },
+  { name: 'organization-settings', routes: [organizationSettingsRoutes] },
+  { name: 'storage', routes: [storageRoutes] },
+  { name: 'idempotency', jobs: registerIdempotencyJobs },
+];
+
+let installed = false;
+function installModules(): void {
+  if (installed) return;
+  installed = true;
+  for (const module of MODULES) module.install?.();
+}
+
+/**
+ * Declares every module's queues and workers on `deps.jobs` (a process that only serves HTTP still
+ * declares them: it enqueues into them). Working them is `jobs.startWorkers()`.
+ */
+export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+  installModules();
+  for (const module of MODULES) await module.jobs?.(deps, log);
+}
 
 type ValidatorFactory = NonNullable<
   NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
@@ -195,28 +255,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     done();
   });
 
-  await systemRoutes(app, deps);
-  await meRoutes(app);
-  await apiKeyRoutes(app, deps);
-  await partyRoutes(app, deps);
-  await productRoutes(app, deps);
-  await invoiceRoutes(app, deps);
-  await invoiceListRoutes(app, deps);
-  await billingRoutes(app, deps);
-  await attachmentRoutes(app, deps);
-  await emailAccountRoutes(app, deps);
-  await emailDraftRoutes(app, deps);
-  await emailPrepareRoutes(app, deps);
-  await searchRoutes(app, deps);
-  await workTaskRoutes(app, deps);
-  await agentRoutes(app, deps);
-  await agentRunRoutes(app, deps);
-  await conversationRoutes(app, deps);
-  await metricRoutes(app, deps);
-  await knowledgeRoutes(app, deps);
-  await documentRoutes(app, deps);
-  await organizationSettingsRoutes(app, deps);
-  await storageRoutes(app, deps);
+  installModules();
+  for (const module of MODULES) {
+    for (const routes of module.routes ?? []) await routes(app, deps);
+  }
 
   return app;
 }

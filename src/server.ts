@@ -1,4 +1,4 @@
-import { buildApp } from './app.ts';
+import { buildApp, registerJobs } from './app.ts';
 import { loadKeyring } from './platform/secrets/keyring.ts';
 import { SecretKeyError } from './platform/secrets/secret-box.ts';
 import { resealStoredSecrets } from './secrets.ts';
@@ -7,10 +7,10 @@ import { DataDirLockedError } from './platform/db/lock.ts';
 import { withSchemaLock } from './platform/db/schema-lock.ts';
 import { DiskSpaceGuard, StorageFullError } from './platform/disk-space.ts';
 import { Jobs } from './platform/jobs/jobs.ts';
-import { registerJobs } from './platform/jobs/registry.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
 import { createObjectStorage } from './platform/storage/create-storage.ts';
+import { createClients } from './platform/clients.ts';
 
 async function main() {
   const config = loadConfig();
@@ -49,7 +49,16 @@ async function main() {
     onStateChange: (state, reason) => logRateLimitStore(state, reason),
   });
   const objectStorage = await createObjectStorage(config);
-  const deps = { config, database, jobs, rateLimiter, objectStorage, diskSpace, secrets: keyring.box };
+  const deps = {
+    config,
+    database,
+    jobs,
+    rateLimiter,
+    objectStorage,
+    diskSpace,
+    secrets: keyring.box,
+    clients: createClients(config),
+  };
   const app = await buildApp(deps);
   if (keyring.generatedFile) {
     app.log.warn(

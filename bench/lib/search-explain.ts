@@ -7,7 +7,7 @@
 import { drizzle } from 'drizzle-orm/node-postgres';
 import pg from 'pg';
 import type { Db } from '../../src/platform/db/client.ts';
-import * as schema from '../../src/platform/db/schema.ts';
+import * as schema from '../../src/schema.ts';
 import { containsPattern } from '../../src/platform/db/text-search.ts';
 import * as repo from '../../src/modules/search/search.repository.ts';
 import type { Plan } from './explain.ts';

@@ -3,7 +3,7 @@ import crypto from 'node:crypto';
 import { expect } from 'vitest';
 import { createChatClient } from '../../src/platform/chat/chat.ts';
 import { createTextGenerator } from '../../src/platform/llm/text-generator.ts';
-import { mailersFromConfig } from '../../src/modules/email/email-sending.ts';
+import { accountMailers } from '../../src/modules/email/email-sending.ts';
 import type { RunEnv } from '../../src/modules/agents/agent-runs.service.ts';
 import type { TestApp } from './app.ts';
 import { call } from './http.ts';
@@ -138,7 +138,7 @@ export function runEnvOf(t: TestApp): RunEnv {
     config: t.config,
     chat: createChatClient(t.config.chat),
     generator: createTextGenerator(t.config.llm),
-    mailers: mailersFromConfig(t.config, t.deps.secrets),
+    mailers: accountMailers(t.deps.clients.mail, t.deps.secrets),
   };
 }
 

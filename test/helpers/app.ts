@@ -2,12 +2,12 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { buildApp } from '../../src/app.ts';
 import { loggerOptions } from '../../src/platform/logging.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import type { Database, Db } from '../../src/platform/db/client.ts';
 import { Jobs } from '../../src/platform/jobs/jobs.ts';
-import { registerJobs } from '../../src/platform/jobs/registry.ts';
+import { buildApp, registerJobs } from '../../src/app.ts';
+import { createClients } from '../../src/platform/clients.ts';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.ts';
 import { createObjectStorage } from '../../src/platform/storage/create-storage.ts';
 import type { App, AppDeps } from '../../src/platform/http/types.ts';
@@ -57,7 +57,15 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     options.rateLimiter ?? new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
   const objectStorage = await createObjectStorage(config);
   const secrets = new SecretBox([parseSecretKey(TEST_SECRET_KEY, 'test key')]);
-  const deps: AppDeps = { config, database, jobs, rateLimiter, objectStorage, secrets };
+  const deps: AppDeps = {
+    config,
+    database,
+    jobs,
+    rateLimiter,
+    objectStorage,
+    secrets,
+    clients: createClients(config),
+  };
   const app = await buildApp(deps, {
     logger: options.logStream ? loggerOptions('trace', options.logStream) : false,
   });

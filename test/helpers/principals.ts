@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
-import type { Scope } from '../../src/modules/api-keys/scopes.ts';
+import type { Scope } from '../../src/platform/http/scopes.ts';
 import { addUserToOrganization, initOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import type { TestApp } from './app.ts';
 

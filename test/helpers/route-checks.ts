@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generateApiKey } from '../../src/modules/api-keys/api-key-format.ts';
-import { SCOPES, type Scope } from '../../src/modules/api-keys/scopes.ts';
+import { SCOPES, type Scope } from '../../src/platform/http/scopes.ts';
 import type { TestApp } from './app.ts';
 import { call, expectErrorBody } from './http.ts';
 import type { Principals } from './principals.ts';

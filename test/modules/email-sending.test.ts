@@ -13,11 +13,12 @@ import { emailDrafts } from '../../src/modules/email/email-drafts.tables.ts';
 import {
   DEFAULT_LEASE_SECONDS,
   EMAIL_SEND_QUEUE,
-  mailersFromConfig,
+  accountMailers,
   runSendJob,
   sweepEmailDrafts,
   type EmailSendingDeps,
 } from '../../src/modules/email/email-sending.ts';
+import { createClients } from '../../src/platform/clients.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { PGBOSS_SCHEMA } from '../../src/platform/jobs/jobs.ts';
 import { OutboxMailer, outboxFileName } from '../../src/platform/mail/mailer.ts';
@@ -61,7 +62,7 @@ beforeAll(async () => {
   sending = {
     db: t.db,
     storage: t.deps.objectStorage,
-    mailers: mailersFromConfig(t.config, t.deps.secrets),
+    mailers: accountMailers(t.deps.clients.mail, t.deps.secrets),
     leaseSeconds: DEFAULT_LEASE_SECONDS,
   };
 });
@@ -226,7 +227,10 @@ describe('SMTP (the account smtp_url, a real server on 127.0.0.1)', () => {
       .where(eq(emailDrafts.uid, draft.uid));
     const deps = {
       ...sending,
-      mailers: mailersFromConfig({ ...t.config, smtpUrl: operatorSmtp.url() }, t.deps.secrets),
+      mailers: accountMailers(
+        createClients({ ...t.config, smtpUrl: operatorSmtp.url() }).mail,
+        t.deps.secrets,
+      ),
     };
     expect(await runSendJob(deps, job(draft.uid))).toBe('sent');
     expect(operatorSmtp.accepted().map((m) => m.parsed.subject)).toContain('Via SMTP_URL');
@@ -241,7 +245,10 @@ describe('SMTP (the account smtp_url, a real server on 127.0.0.1)', () => {
       .where(eq(emailDrafts.uid, draft.uid));
     const strict = {
       ...sending,
-      mailers: mailersFromConfig({ ...t.config, allowPrivateNetworkTargets: false }, t.deps.secrets),
+      mailers: accountMailers(
+        createClients({ ...t.config, allowPrivateNetworkTargets: false }).mail,
+        t.deps.secrets,
+      ),
     };
     expect(await runSendJob(strict, job(draft.uid))).toBe('failed');
     expect((await getDraft(draft.uid)).error).toMatch(/private/);

@@ -6,7 +6,7 @@ import { sendDigests } from '../../src/modules/agents/notifications.service.ts';
 import { initOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import { createChatClient } from '../../src/platform/chat/chat.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
-import { AGENT_DIGEST_QUEUE } from '../../src/platform/jobs/registry.ts';
+import { AGENT_DIGEST_QUEUE } from '../../src/modules/agents/agents.jobs.ts';
 import {
   createAgent,
   createCollectionsAgent,

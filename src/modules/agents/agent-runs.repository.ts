@@ -154,3 +154,25 @@ export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promis
     .returning({ uid: agentRuns.uid });
   return rows.length;
 }
+
+/** The run a schedule already started for this agent and minute, if any. */
+export async function findScheduledRun(
+  db: DbOrTx,
+  organizationUid: string,
+  agentUid: string,
+  scheduledFor: string,
+): Promise<{ uid: string } | undefined> {
+  const [existing] = await db
+    .select({ uid: agentRuns.uid })
+    .from(agentRuns)
+    .where(
+      and(
+        eq(agentRuns.organizationUid, organizationUid),
+        eq(agentRuns.agentUid, agentUid),
+        eq(agentRuns.triggerType, 'schedule'),
+        sql`${agentRuns.trigger} ->> 'scheduled_for' = ${scheduledFor}`,
+      ),
+    )
+    .limit(1);
+  return existing;
+}

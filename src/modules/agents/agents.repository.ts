@@ -118,3 +118,11 @@ export async function listActiveAgentsWithTrigger(
     )
     .orderBy(agents.createdAt, agents.uid);
 }
+
+/** Every organization's active agents with a `schedule` trigger: the scheduler's candidates. */
+export async function listActiveScheduledAgents(db: DbOrTx): Promise<AgentRow[]> {
+  return db
+    .select()
+    .from(agents)
+    .where(and(eq(agents.status, 'active'), sql`${agents.triggers} @> '[{"type":"schedule"}]'::jsonb`));
+}

@@ -1,4 +1,3 @@
-import { createChatClient } from '../../platform/chat/chat.ts';
 import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
@@ -21,7 +20,7 @@ import * as service from './agents.service.ts';
 
 export async function agentRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const chat = createChatClient(deps.config.chat);
+  const { chat } = deps.clients;
   app.addSchema(Agent);
   const tags = ['Agents'];
 

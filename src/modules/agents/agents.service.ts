@@ -5,7 +5,7 @@ import { memberOrganizationUids, type RequestContext } from '../../platform/http
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './agents.repository.ts';
-import { isValidCron } from './agent-schedules.ts';
+import { isValidCron } from './cron.ts';
 import type { CreateAgentBodyT, NotificationConfigInputT, PatchAgentBodyT } from './agents.schemas.ts';
 import type { AgentStatus, AgentTool, AgentTrigger, NotificationConfig } from './agents.tables.ts';
 

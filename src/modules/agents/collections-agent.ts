@@ -440,9 +440,15 @@ async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {
   };
 }
 
-registerExecutor(COLLECTIONS_AGENT_TYPE, runCollections);
-registerFollowUpCheck(COLLECTIONS_AGENT_TYPE, async (tx, agent) =>
-  (await collections.firstEmailAccount(tx, agent.organizationUid))
-    ? null
-    : 'the organization has no email account to send the reminder from',
-);
+/**
+ * Makes the built-in collections agent runnable: its executor, and the check before an approval's
+ * follow-up run. Called once by the composition root (src/app.ts), for the API and the workers alike.
+ */
+export function installCollectionsAgent(): void {
+  registerExecutor(COLLECTIONS_AGENT_TYPE, runCollections);
+  registerFollowUpCheck(COLLECTIONS_AGENT_TYPE, async (tx, agent) =>
+    (await collections.firstEmailAccount(tx, agent.organizationUid))
+      ? null
+      : 'the organization has no email account to send the reminder from',
+  );
+}

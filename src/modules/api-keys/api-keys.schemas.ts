@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { DateTime, Envelope, Nullable, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
-import { SCOPES } from './scopes.ts';
+import { SCOPES } from '../../platform/http/scopes.ts';
 
 export const ApiKey = Type.Object(
   {

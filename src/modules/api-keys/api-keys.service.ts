@@ -10,7 +10,7 @@ import {
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
-import { isScope, roleAllows, SCOPES, type Role, type Scope } from './scopes.ts';
+import { isScope, roleAllows, SCOPES, type Role, type Scope } from '../../platform/http/scopes.ts';
 
 export interface ApiKeyView {
   uid: string;

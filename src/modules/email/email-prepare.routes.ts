@@ -3,7 +3,6 @@ import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import { createTextGenerator, type TextGenerator } from '../../platform/llm/text-generator.ts';
 import { emailFields } from './email-fields.ts';
 import {
   EmailFieldsEnvelope,
@@ -19,12 +18,9 @@ import { prepareEmail } from './email-prepare.service.ts';
  * invoice it is about without `invoices:read`, as the email it writes shows that invoice's values to
  * its recipient anyway. Listing the fields is a read: `email:read`.
  */
-export async function emailPrepareRoutes(
-  app: App,
-  deps: AppDeps,
-  generator: TextGenerator = createTextGenerator(deps.config.llm),
-) {
+export async function emailPrepareRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
+  const { generator } = deps.clients;
   const tags = ['Email'];
   app.addSchema(PreparedEmail);
 

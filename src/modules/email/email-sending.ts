@@ -1,17 +1,15 @@
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import { smtpUrlPurpose } from './email-accounts.service.ts';
-import path from 'node:path';
 import { buffer } from 'node:stream/consumers';
-import type { Config } from '../../config.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import {
   MailerError,
-  mailerFor,
   messageIdForDraft,
-  OutboxMailer,
   type MailAttachment,
   type Mailer,
+  type MailTransports,
+  type OutboxMailer,
 } from '../../platform/mail/mailer.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './email-drafts.repository.ts';
@@ -57,17 +55,12 @@ export interface EmailSendingDeps {
 
 export const DEFAULT_LEASE_SECONDS = 300;
 
-export function mailersFromConfig(config: Config, secrets: SecretBox): Mailers {
-  const settings = {
-    smtpUrl: config.smtpUrl,
-    outboxDir: path.join(config.dataDir, 'outbox'),
-    allowPrivateNetworkTargets: config.allowPrivateNetworkTargets,
-    requireTls: config.smtpRequireTls,
-  };
+/** An account's mailer from the process's transports: its sealed SMTP URL opened for this send only. */
+export function accountMailers(transports: MailTransports, secrets: SecretBox): Mailers {
   return {
     forAccount: (account) =>
-      mailerFor(account.smtpUrl && secrets.open(account.smtpUrl, smtpUrlPurpose(account.uid)), settings),
-    outbox: new OutboxMailer(settings.outboxDir),
+      transports.forSmtpUrl(account.smtpUrl && secrets.open(account.smtpUrl, smtpUrlPurpose(account.uid))),
+    outbox: transports.outbox,
   };
 }
 

@@ -1,7 +1,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { memberships, organizations, users } from './tenancy.tables.ts';
-import type { Role } from '../api-keys/scopes.ts';
+import type { Role } from '../../platform/http/scopes.ts';
 
 export async function insertOrganization(db: DbOrTx, name: string) {
   const [row] = await db.insert(organizations).values({ name }).returning();

@@ -1,7 +1,7 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { issueApiKey } from '../api-keys/api-keys.service.ts';
-import type { Role } from '../api-keys/scopes.ts';
+import type { Role } from '../../platform/http/scopes.ts';
 import * as repo from './tenancy.repository.ts';
 
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;

@@ -7,11 +7,11 @@ import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
-import * as schema from './schema.ts';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
 import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
 
-export type Schema = typeof schema;
+// No schema object: queries name their tables, so platform/ needs to know no module's tables.
+export type Schema = Record<string, never>;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
 export type Tx = PgTransaction<PgQueryResultHKT, Schema, ExtractTablesWithRelations<Schema>>;
 /** Repositories take either the database or a transaction, so callers decide the transaction's extent. */
@@ -63,7 +63,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // …nor one that is checked out (pg-pool drops its own listener then): a terminated backend then
     // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
     pool.on('connect', (client) => client.on('error', () => undefined));
-    const db = scopedDb(drizzleNodePg(pool, { schema }) as unknown as Db);
+    const db = scopedDb(drizzleNodePg(pool) as unknown as Db);
     return {
       kind: 'postgres',
       db,
@@ -84,7 +84,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
   // Every statement through `lite` runs as its caller's role (session-role.ts).
   const lite = roleScopedPglite(raw);
-  const db = scopedDb(drizzlePglite(lite, { schema }) as unknown as Db);
+  const db = scopedDb(drizzlePglite(lite) as unknown as Db);
   return {
     kind: 'pglite',
     db,

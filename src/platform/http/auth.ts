@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
-import type { Scope } from '../../modules/api-keys/scopes.ts';
-import { keyAllows, roleAllows } from '../../modules/api-keys/scopes.ts';
+import type { Scope } from './scopes.ts';
+import { keyAllows, roleAllows } from './scopes.ts';
 import { contextFor, type Principal, type RequestContext } from './context.ts';
 import { narrowToCaller } from './db-role.ts';
 import { AppError } from './errors.ts';

@@ -1,5 +1,5 @@
-import type { Role, Scope } from '../../modules/api-keys/scopes.ts';
-import { keyAllows, roleAllows } from '../../modules/api-keys/scopes.ts';
+import type { Role, Scope } from './scopes.ts';
+import { keyAllows, roleAllows } from './scopes.ts';
 import { AppError } from './errors.ts';
 
 export interface PrincipalUser {

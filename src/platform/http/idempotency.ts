@@ -1,10 +1,11 @@
 import crypto from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { rawQuery, type Db, type DbOrTx, type Tx } from '../db/client.ts';
 import { runInScope, unscopedDb, type RequestScope } from '../db/request-scope.ts';
 import { isUnsafeText, UNSAFE_TEXT_MESSAGE } from './text-safety.ts';
 import { AppError } from './errors.ts';
+import type { AppDeps } from './types.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -368,6 +369,17 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
 /** Deletes responses kept past their 24 hours (run by a periodic job). */
 export async function purgeExpiredIdempotencyKeys(db: Db): Promise<void> {
   await rawQuery(db, `delete from idempotency_keys where expires_at <= now()`);
+}
+
+export const IDEMPOTENCY_PURGE_QUEUE = 'remit.maintenance';
+
+/** Hourly: stored replays past their expiry are deleted. */
+export async function registerIdempotencyJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+  await deps.jobs.define(IDEMPOTENCY_PURGE_QUEUE, async () => {
+    await purgeExpiredIdempotencyKeys(deps.database.db);
+    log.debug('maintenance: expired idempotency keys purged');
+  });
+  await deps.jobs.schedule(IDEMPOTENCY_PURGE_QUEUE, '17 * * * *');
 }
 
 export default fp(idempotencyPlugin, { name: 'remit-idempotency' });

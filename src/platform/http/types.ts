@@ -13,6 +13,7 @@ import type { ObjectStorage } from '../storage/storage.ts';
 import type { DiskSpaceGuard } from '../disk-space.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SecretBox } from '../secrets/secret-box.ts';
+import type { Clients } from '../clients.ts';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -31,6 +32,19 @@ export interface AppDeps {
   objectStorage: ObjectStorage;
   /** Seals and opens stored credentials (docs/security.md#secrets-at-rest). */
   secrets: SecretBox;
+  /** Slack, text generation and mail, built once (src/platform/clients.ts). */
+  clients: Clients;
   /** Refuses writes when the data directory's disk is low; built from the configuration when absent. */
   diskSpace?: DiskSpaceGuard;
+}
+
+/**
+ * A module's part in the app, listed once in the composition root (src/app.ts): its routes, the queues
+ * it works, and anything it installs into another module's extension points before either runs.
+ */
+export interface AppModule {
+  name: string;
+  routes?: ReadonlyArray<(app: App, deps: AppDeps) => Promise<void>>;
+  jobs?: (deps: AppDeps, log: FastifyBaseLogger) => Promise<void>;
+  install?: () => void;
 }

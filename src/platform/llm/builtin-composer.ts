@@ -7,7 +7,7 @@ import type {
   GeneratedEmail,
   InvoiceFacts,
   TextGenerator,
-} from './text-generator.ts';
+} from './text-generation.ts';
 
 type Tone = 'gentle' | 'firm';
 

@@ -15,7 +15,7 @@ import {
   type GeneratedEmail,
   type TextGenerator,
   type TokenUsage,
-} from './text-generator.ts';
+} from './text-generation.ts';
 
 type OpenAiConfig = Extract<LlmConfig, { kind: 'openai' }>;
 

@@ -6,74 +6,9 @@
 import type { LlmConfig } from '../../config.ts';
 import { BuiltinComposer } from './builtin-composer.ts';
 import { OpenAiGenerator } from './openai-generator.ts';
+import type { TextGenerator } from './text-generation.ts';
 
-/** Tokens a generation consumed, as the chat API reports them (zeros for the built-in composer). */
-export interface TokenUsage {
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-export const NO_USAGE: TokenUsage = Object.freeze({
-  prompt_tokens: 0,
-  completion_tokens: 0,
-  total_tokens: 0,
-});
-
-/** An invoice's values as a reader sees them: dates long-form, money formatted. */
-export interface InvoiceFacts {
-  invoice_number: string;
-  status: string;
-  currency: string;
-  /** What is still owed, formatted (`$1,234.50`). */
-  amount_due: string;
-  total: string;
-  issue_date: string | null;
-  due_date: string | null;
-  days_overdue: number;
-  /** Whole days from today to the due date (0 today, negative once past); null without a due date. */
-  days_until_due: number | null;
-  /** Nothing is left to pay. */
-  is_settled: boolean;
-  client_name: string | null;
-  payment_link: string | null;
-  organization_name: string;
-  current_date: string;
-}
-
-export interface EmailCompositionRequest {
-  context_type: 'invoice';
-  facts: InvoiceFacts;
-  /** The sender's guidance (tone, a point to make). */
-  prompt_hint?: string | undefined;
-}
-
-export interface GeneratedEmail {
-  subject: string;
-  body_text: string;
-  usage: TokenUsage;
-}
-
-export interface TextGenerator {
-  readonly kind: 'builtin' | 'openai';
-  /** Resolves with a usable subject and body, or rejects with a TextGenerationError. */
-  composeEmail(request: EmailCompositionRequest): Promise<GeneratedEmail>;
-}
-
-/**
- * A generation that produced nothing usable. The message is safe to show to the API caller (it never
- * carries the upstream answer or credentials); `usage` is set when the API answered and billed tokens.
- */
-export class TextGenerationError extends Error {
-  constructor(
-    message: string,
-    readonly usage?: TokenUsage,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'TextGenerationError';
-  }
-}
+export * from './text-generation.ts';
 
 export function createTextGenerator(config: LlmConfig): TextGenerator {
   return config.kind === 'openai' ? new OpenAiGenerator(config) : new BuiltinComposer();

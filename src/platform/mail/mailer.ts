@@ -364,16 +364,16 @@ export class SmtpMailer implements Mailer {
   }
 }
 
+export interface MailSettings {
+  /** The operator's SMTP server (`SMTP_URL`), used by accounts without their own. */
+  smtpUrl: string | undefined;
+  outboxDir: string;
+  allowPrivateNetworkTargets: boolean;
+  requireTls?: boolean;
+}
+
 /** The mailer for an account: its own SMTP server, else the operator's `SMTP_URL`, else the outbox. */
-export function mailerFor(
-  accountSmtpUrl: string | null | undefined,
-  settings: {
-    smtpUrl: string | undefined;
-    outboxDir: string;
-    allowPrivateNetworkTargets: boolean;
-    requireTls?: boolean;
-  },
-): Mailer {
+export function mailerFor(accountSmtpUrl: string | null | undefined, settings: MailSettings): Mailer {
   const requireTls = settings.requireTls ?? false;
   if (accountSmtpUrl) {
     return new SmtpMailer({
@@ -386,4 +386,21 @@ export function mailerFor(
     return new SmtpMailer({ url: settings.smtpUrl, refusePrivateAddresses: false, requireTls });
   }
   return new OutboxMailer(settings.outboxDir);
+}
+
+/** How a process sends mail, built once from the configuration (src/platform/clients.ts). */
+export interface MailTransports {
+  /** An account's own SMTP URL (opened), else the operator's `SMTP_URL`, else the outbox. */
+  forSmtpUrl(accountSmtpUrl: string | null | undefined): Mailer;
+  /** Asked about attempts that went to the outbox, whatever an account uses now. */
+  outbox: OutboxMailer;
+}
+
+export function createMailTransports(settings: MailSettings): MailTransports {
+  const outbox = new OutboxMailer(settings.outboxDir);
+  return {
+    forSmtpUrl: (accountSmtpUrl) =>
+      accountSmtpUrl || settings.smtpUrl ? mailerFor(accountSmtpUrl, settings) : outbox,
+    outbox,
+  };
 }

@@ -1,0 +1,51 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AppDeps } from '../../platform/http/types.ts';
+import { accountMailers } from '../email/email-sending.ts';
+import {
+  AGENT_RUN_QUEUE,
+  executeRun,
+  failAbandonedRuns,
+  type AgentRunJobData,
+} from './agent-runs.service.ts';
+import { AGENT_SCHEDULE_QUEUE, runDueSchedules } from './agent-schedules.ts';
+import { sendDigests } from './notifications.service.ts';
+
+export const AGENT_DIGEST_QUEUE = 'remit.agent.digest';
+export const AGENT_MAINTENANCE_QUEUE = 'remit.agent.maintenance';
+
+/**
+ * Agent runs: one job per run, enqueued with the run row; schedules checked every minute; runs a dead
+ * worker left `running` failed hourly; digests daily (docs/agents.md).
+ */
+export async function registerAgentJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+  const { jobs, database } = deps;
+  const runEnv = {
+    db: database.db,
+    jobs,
+    storage: deps.objectStorage,
+    config: deps.config,
+    chat: deps.clients.chat,
+    generator: deps.clients.generator,
+    mailers: accountMailers(deps.clients.mail, deps.secrets),
+  };
+  await jobs.define<AgentRunJobData>(AGENT_RUN_QUEUE, async (data) => {
+    const result = await executeRun(runEnv, data);
+    log.info({ run_uid: data.run_uid, result }, 'agent run');
+  });
+  await jobs.define(AGENT_SCHEDULE_QUEUE, async () => {
+    const started = await runDueSchedules(database.db, jobs);
+    if (started > 0) log.info({ started }, 'agent schedules: runs started');
+  });
+  await jobs.schedule(AGENT_SCHEDULE_QUEUE, '* * * * *');
+  await jobs.define(AGENT_DIGEST_QUEUE, async () => {
+    const sent = await sendDigests({ db: database.db, chat: deps.clients.chat });
+    log.info({ digests: sent }, 'agent digests');
+  });
+  await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
+  // Runs a dead worker left `running` for over an hour: failed, so they do not look alive forever.
+  await jobs.define(AGENT_MAINTENANCE_QUEUE, async () => {
+    const abandoned = await failAbandonedRuns(database.db);
+    if (abandoned > 0) log.info({ abandoned_runs_failed: abandoned }, 'abandoned agent runs failed');
+  });
+  await jobs.schedule(AGENT_MAINTENANCE_QUEUE, '17 * * * *');
+}

@@ -1,0 +1,35 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { AppDeps } from '../../platform/http/types.ts';
+import {
+  accountMailers,
+  EMAIL_SEND_QUEUE,
+  EMAIL_SWEEP_QUEUE,
+  runSendJob,
+  sweepEmailDrafts,
+  type SendJobData,
+} from './email-sending.ts';
+
+/**
+ * Scheduled email: one job per draft at its planned_send_at, and a sweep every minute for due drafts
+ * without a pending job (docs/email-sending.md).
+ */
+export async function registerEmailJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+  const { jobs, database } = deps;
+  const sending = {
+    db: database.db,
+    storage: deps.objectStorage,
+    mailers: accountMailers(deps.clients.mail, deps.secrets),
+    leaseSeconds: deps.config.emailSendLeaseS,
+  };
+  await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
+    const result = await runSendJob(sending, data);
+    if (result === 'sent' || result === 'failed') {
+      log.info({ draft_uid: data.draft_uid, result }, 'email send');
+    }
+  });
+  await jobs.define(EMAIL_SWEEP_QUEUE, async () => {
+    const result = await sweepEmailDrafts({ db: database.db, jobs });
+    if (result.enqueued > 0) log.info(result, 'email sweep: due drafts re-enqueued');
+  });
+  await jobs.schedule(EMAIL_SWEEP_QUEUE, '* * * * *');
+}

@@ -1,0 +1,16 @@
+// The one schema: every table of every module, for drizzle-kit (migrations) and the benchmarks' plans.
+// The service itself needs no schema object: its queries name their tables (no relational queries).
+export * from './modules/tenancy/tenancy.tables.ts';
+export * from './modules/api-keys/api-keys.tables.ts';
+export * from './platform/http/idempotency.tables.ts';
+export * from './modules/parties/parties.tables.ts';
+export * from './modules/products/products.tables.ts';
+export * from './modules/invoices/invoices.tables.ts';
+export * from './modules/email/email-accounts.tables.ts';
+export * from './modules/email/email-drafts.tables.ts';
+export * from './modules/agents/agents.tables.ts';
+export * from './modules/work-tasks/work-tasks.tables.ts';
+export * from './modules/conversations/conversations.tables.ts';
+export * from './modules/knowledge/knowledge.tables.ts';
+export * from './modules/documents/documents.tables.ts';
+export * from './modules/metrics/metrics.tables.ts';
