@@ -44,7 +44,7 @@ export default tseslint.config(
               message: 'platform/ knows no module: pass what it needs in from the composition root.',
             },
             {
-              regex: '^\\.\\./\\.\\./(app|server|cli|schema|secrets)\\.ts$',
+              regex: '^(\\.\\./)+(app|server|cli|schema|secrets)\\.ts$',
               message:
                 'platform/ imports no composition file (app, server, cli): take the values as parameters.',
             },
@@ -87,7 +87,16 @@ export default tseslint.config(
   {
     // Another module's tables are for SQL: foreign keys (tables files) and read-side joins (repositories).
     files: [MODULE_FILES],
-    ignores: ['src/**/*.test.ts', 'src/**/*.tables.ts', 'src/**/*.repository.ts', 'src/**/repositories/*.ts'],
+    ignores: [
+      'src/**/*.test.ts',
+      'src/**/*.tables.ts',
+      'src/**/*.repository.ts',
+      // Known exceptions (ARCHITECTURE.md#module-layout): the shared invoice-visibility condition, the AR/AP
+      // list query builder, and the demo-data seeder that writes every module's rows.
+      'src/modules/invoices/invoice-access.ts',
+      'src/modules/invoices/invoice-lists.ts',
+      'src/modules/seed/seed.service.ts',
+    ],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -104,6 +113,10 @@ export default tseslint.config(
             {
               regex: '^\\.\\./[a-z-]+/[^/]+\\.tables\\.ts$',
               message: "Another module's tables are read only in SQL (repositories and tables files).",
+            },
+            {
+              regex: '^drizzle-orm',
+              message: 'SQL lives in repositories (*.repository.ts).',
             },
           ],
         },

@@ -11,7 +11,8 @@ import {
   syncPayload,
 } from '../../src/modules/billing/billing.service.ts';
 import { invoiceViewForSync } from '../../src/modules/invoices/invoices.service.ts';
-import { billingSyncIntents, invoices } from '../../src/modules/invoices/invoices.tables.ts';
+import { billingSyncIntents } from '../../src/modules/billing/billing.tables.ts';
+import { invoices } from '../../src/modules/invoices/invoices.tables.ts';
 import { sendOutbound } from '../../src/platform/http/outbound.ts';
 import type { App } from '../../src/platform/http/types.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';

@@ -78,6 +78,12 @@ describe('isPrivateAddress', () => {
     'fec0::1',
     'ff02::1',
     '2001:db8::1',
+    '192.0.2.10', // documentation (TEST-NET-1), by ipaddr.js's ranges
+    '203.0.113.5', // documentation (TEST-NET-3)
+    '2001::1', // Teredo
+    '2001:2::1', // benchmarking
+    '64:ff9b:1::a', // local-use NAT64
+    '100::1', // discard-only
     'localhost',
     'not-an-address',
     '1:2:3:4:5:6:7:8:9',

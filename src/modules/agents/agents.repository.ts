@@ -126,3 +126,11 @@ export async function listActiveScheduledAgents(db: DbOrTx): Promise<AgentRow[]>
     .from(agents)
     .where(and(eq(agents.status, 'active'), sql`${agents.triggers} @> '[{"type":"schedule"}]'::jsonb`));
 }
+
+/** Every organization's agents with the daily digest switched on: the digest job's candidates. */
+export async function listAgentsWithDigest(db: DbOrTx): Promise<AgentRow[]> {
+  return db
+    .select()
+    .from(agents)
+    .where(sql`(${agents.notificationConfig} -> 'events' ->> 'digest')::boolean is true`);
+}

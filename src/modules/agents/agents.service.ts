@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
-import type { Db } from '../../platform/db/client.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
@@ -203,4 +203,23 @@ export async function listAgents(
     offset: offsetOf(page),
   });
   return { items: rows.map(toAgentView), total };
+}
+
+/** An agent by uid within these organizations (optionally locked), for other modules' use cases. */
+export function findAgent(
+  db: DbOrTx,
+  organizationUids: string[],
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<repo.AgentRow | undefined> {
+  return repo.findAgent(db, organizationUids, uid, options);
+}
+
+/** The organization's active agents with a trigger of this type (inbound email starts their runs). */
+export function listActiveAgentsWithTrigger(
+  db: DbOrTx,
+  organizationUid: string,
+  triggerType: string,
+): Promise<repo.AgentRow[]> {
+  return repo.listActiveAgentsWithTrigger(db, organizationUid, triggerType);
 }

@@ -1,5 +1,5 @@
 import { and, count, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
-import type { DbOrTx } from '../../platform/db/client.ts';
+import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { agentNotifications, type NotificationEvent } from './agents.tables.ts';
 
 export type NotificationRow = typeof agentNotifications.$inferSelect;
@@ -73,4 +73,32 @@ export async function hasNotificationSince(
     )
     .limit(1);
   return row !== undefined;
+}
+
+export interface DigestCounts {
+  runs: number;
+  completed: number;
+  failed: number;
+  approvals_raised: number;
+  approvals_resolved: number;
+}
+
+/** What an agent did since a time: the daily digest's figures. */
+export async function digestCounts(
+  db: DbOrTx,
+  organizationUid: string,
+  agentUid: string,
+  since: Date,
+): Promise<DigestCounts> {
+  const [counts] = await rawQuery<DigestCounts>(
+    db,
+    `select
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.created_on >= $3) as runs,
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'completed') as completed,
+       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'failed') as failed,
+       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.created_at >= $3) as approvals_raised,
+       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.resolved_at >= $3) as approvals_resolved`,
+    [organizationUid, agentUid, since.toISOString()],
+  );
+  return counts!;
 }

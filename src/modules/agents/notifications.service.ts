@@ -1,13 +1,11 @@
-import { sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import { rawQuery } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import { afterCommit } from '../../platform/db/request-scope.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
-import { findAgent, type AgentRow } from './agents.repository.ts';
+import { findAgent, listAgentsWithDigest, type AgentRow } from './agents.repository.ts';
 import { getAgentRow } from './agents.service.ts';
-import { agents, type NotificationEvent } from './agents.tables.ts';
+import type { NotificationEvent } from './agents.tables.ts';
 import * as repo from './notifications.repository.ts';
 
 /** Interface §6 defaults, used when an agent has no notification settings (nothing is posted then). */
@@ -137,24 +135,13 @@ export async function listNotifications(
   return { items: rows.map(toNotificationView), total };
 }
 
-interface DigestCounts {
-  runs: number;
-  completed: number;
-  failed: number;
-  approvals_raised: number;
-  approvals_resolved: number;
-}
-
 /**
  * The daily digest: for every agent with `digest` switched on, one summary of the last 24 hours. A
  * second call within 20 hours sends nothing, so a repeated or overlapping job cannot double it: the
  * check and the digest's row are written under the agent's lock, and posted after it is released.
  */
 export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Promise<number> {
-  const candidates = await deps.db
-    .select()
-    .from(agents)
-    .where(sql`(${agents.notificationConfig} -> 'events' ->> 'digest')::boolean is true`);
+  const candidates = await listAgentsWithDigest(deps.db);
   const since = new Date(now.getTime() - 24 * 3_600_000);
   let sent = 0;
   const recent = new Date(now.getTime() - 20 * 3_600_000);
@@ -178,17 +165,7 @@ export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Pro
 }
 
 async function digestText(db: DbOrTx, agent: AgentRow, since: Date): Promise<string> {
-  const [counts] = await rawQuery<DigestCounts>(
-    db,
-    `select
-       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.created_on >= $3) as runs,
-       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'completed') as completed,
-       (select count(*)::int from agent_runs r where r.organization_uid = $1 and r.agent_uid = $2 and r.completed_on >= $3 and r.status = 'failed') as failed,
-       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.created_at >= $3) as approvals_raised,
-       (select count(*)::int from work_tasks t where t.organization_uid = $1 and t.origin_agent_uid = $2 and t.type = 'hil_approval' and t.resolved_at >= $3) as approvals_resolved`,
-    [agent.organizationUid, agent.uid, since.toISOString()],
-  );
-  const c = counts!;
+  const c = await repo.digestCounts(db, agent.organizationUid, agent.uid, since);
   return (
     `Daily digest for ${agent.name}: ${c.runs} run(s) started, ${c.completed} completed, ${c.failed} failed; ` +
     `${c.approvals_raised} approval(s) requested, ${c.approvals_resolved} resolved in the last 24 hours.`

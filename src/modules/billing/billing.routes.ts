@@ -2,7 +2,6 @@ import { Type } from 'typebox';
 import { envelope } from '../../platform/http/envelope.ts';
 import { DateTime, Envelope, errorResponses, Uuid } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import { billingOptionsOf } from '../invoices/invoices.routes.ts';
 import * as service from './billing.service.ts';
 
 const Integration = Type.Object({
@@ -48,7 +47,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
         db,
         ctx,
         request.body,
-        billingOptionsOf(deps),
+        service.billingOptionsOf(deps),
       );
       const code = created ? 201 : 200;
       return reply

@@ -1,21 +1,34 @@
 import crypto from 'node:crypto';
-import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
-import { billingIntegrations, billingSyncIntents, invoices } from '../invoices/invoices.tables.ts';
-import { upsertIntegration, type InvoiceRow } from '../invoices/invoices.repository.ts';
+import type { AppDeps } from '../../platform/http/types.ts';
+import {
+  recordInvoiceIntegration,
+  setInvoiceRevision,
+  type InvoiceRow,
+} from '../invoices/invoice-integrations.service.ts';
+import * as repo from './billing.repository.ts';
 
-export type BillingIntegration = typeof billingIntegrations.$inferSelect;
-export type SyncIntent = typeof billingSyncIntents.$inferSelect;
+export type BillingIntegration = repo.BillingIntegrationRow;
+export type SyncIntent = repo.SyncIntentRow;
 
 export interface BillingOptions {
   allowPrivateNetworkTargets: boolean;
   timeoutMs: number;
   /** Opens the integration's signing secret, sealed at rest. */
   secrets: SecretBox;
+}
+
+/** The billing options of the running app (its configuration and secret box). */
+export function billingOptionsOf(deps: AppDeps): BillingOptions {
+  return {
+    allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
+    timeoutMs: deps.config.billingTimeoutMs,
+    secrets: deps.secrets,
+  };
 }
 
 /** What an organization's sealed billing secret is bound to. */
@@ -50,11 +63,7 @@ export async function findBillingIntegration(
   db: DbOrTx,
   organizationUid: string,
 ): Promise<BillingIntegration | undefined> {
-  const [row] = await db
-    .select()
-    .from(billingIntegrations)
-    .where(eq(billingIntegrations.organizationUid, organizationUid));
-  return row;
+  return repo.findIntegration(db, organizationUid);
 }
 
 export async function configureBillingIntegration(
@@ -67,20 +76,12 @@ export async function configureBillingIntegration(
   const url = await assertPublicTarget(body.url, options.allowPrivateNetworkTargets);
   const existing = await findBillingIntegration(db, ctx.organizationUid);
   const secret = options.secrets.seal(body.secret, billingSecretPurpose(ctx.organizationUid));
-  const [row] = await db
-    .insert(billingIntegrations)
-    .values({
-      organizationUid: ctx.organizationUid,
-      type: body.type,
-      url: url.toString(),
-      secret,
-    })
-    .onConflictDoUpdate({
-      target: billingIntegrations.organizationUid,
-      set: { type: body.type, url: url.toString(), secret, updatedAt: sql`now()` },
-    })
-    .returning();
-  return { created: !existing, integration: toIntegrationView(row!) };
+  const row = await repo.upsertIntegration(db, ctx.organizationUid, {
+    type: body.type,
+    url: url.toString(),
+    secret,
+  });
+  return { created: !existing, integration: toIntegrationView(row) };
 }
 
 export async function getBillingIntegration(db: Db, ctx: RequestContext) {
@@ -92,10 +93,7 @@ export async function getBillingIntegration(db: Db, ctx: RequestContext) {
 
 export async function removeBillingIntegration(db: Db, ctx: RequestContext) {
   requireAdmin(ctx);
-  const [row] = await db
-    .delete(billingIntegrations)
-    .where(eq(billingIntegrations.organizationUid, ctx.organizationUid))
-    .returning();
+  const row = await repo.deleteIntegration(db, ctx.organizationUid);
   if (!row) throw notFound('Billing integration');
   return toIntegrationView(row);
 }
@@ -107,16 +105,8 @@ export async function removeBillingIntegration(db: Db, ctx: RequestContext) {
  * stored with a body we never committed — is never sent again with different content.
  */
 async function nextSyncRevision(tx: DbOrTx, invoice: InvoiceRow): Promise<number> {
-  const [used] = await tx
-    .select({ max: sql<number | null>`max(${billingSyncIntents.revision})` })
-    .from(billingSyncIntents)
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
-        eq(billingSyncIntents.invoiceUid, invoice.uid),
-      ),
-    );
-  return Math.max(invoice.revision, Number(used?.max ?? 0)) + 1;
+  const used = await repo.maxIntentRevision(tx, invoice.organizationUid, invoice.uid);
+  return Math.max(invoice.revision, used) + 1;
 }
 
 /**
@@ -139,32 +129,8 @@ export async function reserveSyncRevision(
   options: Pick<BillingOptions, 'timeoutMs'>,
 ): Promise<number> {
   const staleS = staleAfterSeconds(options);
-  await tx
-    .update(billingSyncIntents)
-    .set({
-      state: 'pending',
-      lastError: 'left in progress (the process stopped before applying it)',
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
-        eq(billingSyncIntents.invoiceUid, invoice.uid),
-        eq(billingSyncIntents.state, 'in_progress'),
-        lt(billingSyncIntents.updatedAt, sql`now() - make_interval(secs => ${staleS})`),
-      ),
-    );
-  const [busy] = await tx
-    .select({ uid: billingSyncIntents.uid })
-    .from(billingSyncIntents)
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, invoice.organizationUid),
-        eq(billingSyncIntents.invoiceUid, invoice.uid),
-        eq(billingSyncIntents.state, 'in_progress'),
-      ),
-    )
-    .limit(1);
+  await repo.releaseStaleIntentsOfInvoice(tx, invoice.organizationUid, invoice.uid, staleS);
+  const busy = await repo.findIntentInProgress(tx, invoice.organizationUid, invoice.uid);
   if (busy) {
     throw new AppError(
       'sync_in_progress',
@@ -176,18 +142,13 @@ export async function reserveSyncRevision(
 
 /** The intent of an update about to be sent: `in_progress`, committed before the partner is called. */
 export async function openSyncIntent(tx: DbOrTx, invoice: InvoiceRow, revision: number): Promise<SyncIntent> {
-  const [row] = await tx
-    .insert(billingSyncIntents)
-    .values({
-      organizationUid: invoice.organizationUid,
-      invoiceUid: invoice.uid,
-      revision,
-      idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
-      state: 'in_progress',
-      baseRevision: invoice.revision,
-    })
-    .returning();
-  return row!;
+  return repo.insertIntent(tx, invoice.organizationUid, {
+    invoiceUid: invoice.uid,
+    revision,
+    idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
+    state: 'in_progress',
+    baseRevision: invoice.revision,
+  });
 }
 
 /** Locks the invoice row, reserves the next revision and opens its intent, in one short transaction. */
@@ -197,11 +158,7 @@ export async function recordSyncIntent(
   options: Pick<BillingOptions, 'timeoutMs'>,
 ): Promise<SyncIntent> {
   return db.transaction(async (tx) => {
-    const [locked] = await tx
-      .select()
-      .from(invoices)
-      .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)))
-      .for('update');
+    const locked = await repo.lockInvoice(tx, invoice.organizationUid, invoice.uid);
     const current = locked ?? invoice;
     return openSyncIntent(tx, current, await reserveSyncRevision(tx, current, options));
   });
@@ -280,7 +237,7 @@ async function recordSynced(
   responseBody: string,
   status: number,
 ) {
-  await upsertIntegration(tx, {
+  await recordInvoiceIntegration(tx, {
     organizationUid: integration.organizationUid,
     entityUid: invoiceUid,
     integrationName: INTEGRATION_NAME,
@@ -328,16 +285,7 @@ export async function sendSync(
 
 /** True while the intent is still the one in progress (not released as stale by someone else). */
 export async function isStillInProgress(tx: DbOrTx, intent: SyncIntent): Promise<boolean> {
-  const [row] = await tx
-    .select({ state: billingSyncIntents.state })
-    .from(billingSyncIntents)
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, intent.organizationUid),
-        eq(billingSyncIntents.uid, intent.uid),
-      ),
-    );
-  return row?.state === 'in_progress';
+  return (await repo.findIntentState(tx, intent.organizationUid, intent.uid)) === 'in_progress';
 }
 
 /**
@@ -351,21 +299,7 @@ export async function confirmSync(
   response: { status: number; body: string },
 ): Promise<void> {
   await recordSynced(tx, integration, intent.invoiceUid, intent.revision, response.body, response.status);
-  await tx
-    .update(billingSyncIntents)
-    .set({
-      state: 'confirmed',
-      attempts: sql`${billingSyncIntents.attempts} + case when ${billingSyncIntents.uid} = ${intent.uid} then 1 else 0 end`,
-      lastError: null,
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, intent.organizationUid),
-        eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
-        sql`(${billingSyncIntents.uid} = ${intent.uid} or (${billingSyncIntents.state} = 'pending' and ${billingSyncIntents.revision} <= ${intent.revision}))`,
-      ),
-    );
+  await repo.confirmIntents(tx, intent.organizationUid, intent.invoiceUid, intent);
 }
 
 /**
@@ -379,21 +313,10 @@ export async function noteSyncFailure(db: Db, intent: SyncIntent, error: unknown
 }
 
 async function noteAttemptFailure(db: Db, intent: SyncIntent, error: unknown, abandon: boolean) {
-  await db
-    .update(billingSyncIntents)
-    .set({
-      state: abandon ? ('abandoned' as const) : ('pending' as const),
-      attempts: sql`${billingSyncIntents.attempts} + 1`,
-      lastError: String((error as Error).message ?? error).slice(0, 1000),
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(billingSyncIntents.organizationUid, intent.organizationUid),
-        eq(billingSyncIntents.uid, intent.uid),
-        sql`${billingSyncIntents.state} in ('in_progress', 'pending')`,
-      ),
-    );
+  await repo.noteIntentFailure(db, intent.organizationUid, intent.uid, {
+    state: abandon ? 'abandoned' : 'pending',
+    lastError: String((error as Error).message ?? error).slice(0, 1000),
+  });
 }
 
 export interface ReconcileResult {
@@ -419,30 +342,13 @@ export async function reconcileBillingSyncs(
   loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
   options: BillingOptions & { olderThanSeconds: number; limit?: number },
 ): Promise<ReconcileResult> {
-  await db
-    .update(billingSyncIntents)
-    .set({
-      state: 'pending',
-      lastError: 'left in progress (the process stopped before applying it)',
-      updatedAt: sql`now()`,
-    })
-    .where(
-      and(
-        eq(billingSyncIntents.state, 'in_progress'),
-        lt(billingSyncIntents.updatedAt, sql`now() - make_interval(secs => ${staleAfterSeconds(options)})`),
-      ),
-    );
-  const pending = await db
-    .select()
-    .from(billingSyncIntents)
-    .where(
-      and(
-        eq(billingSyncIntents.state, 'pending'),
-        lt(billingSyncIntents.createdAt, sql`now() - make_interval(secs => ${options.olderThanSeconds})`),
-      ),
-    )
-    .orderBy(billingSyncIntents.createdAt)
-    .limit(options.limit ?? 50);
+  // Across every organization: the reconciler is the one caller that works on all of them.
+  await repo.releaseStaleIntentsOfAllOrganizations(db, staleAfterSeconds(options));
+  const pending = await repo.listPendingIntentsOfAllOrganizations(
+    db,
+    options.olderThanSeconds,
+    options.limit ?? 50,
+  );
   const result: ReconcileResult = { checked: pending.length, resent: 0, failed: 0, abandoned: 0 };
   const done = new Set<string>();
   for (const intent of pending) {
@@ -454,13 +360,7 @@ export async function reconcileBillingSyncs(
     try {
       const response = await sendSync(claim.integration, claim.view, claim.intent, options);
       const applied = await db.transaction(async (tx) => {
-        const [invoice] = await tx
-          .select()
-          .from(invoices)
-          .where(
-            and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)),
-          )
-          .for('update');
+        const invoice = await repo.lockInvoice(tx, intent.organizationUid, intent.invoiceUid);
         if (
           !invoice ||
           invoice.revision !== claim.intent.baseRevision ||
@@ -468,10 +368,7 @@ export async function reconcileBillingSyncs(
         )
           return false;
         // Only the revision: the rest of the row is what was sent (and updated_at stays as sent).
-        await tx
-          .update(invoices)
-          .set({ revision: claim.intent.revision })
-          .where(and(eq(invoices.organizationUid, invoice.organizationUid), eq(invoices.uid, invoice.uid)));
+        await setInvoiceRevision(tx, invoice.organizationUid, invoice.uid, claim.intent.revision);
         await confirmSync(tx, claim.integration, claim.intent, response);
         return true;
       });
@@ -510,26 +407,14 @@ async function claimForResend(
 ): Promise<ResendClaim> {
   return db.transaction(async (tx): Promise<ResendClaim> => {
     const integration = await findBillingIntegration(tx, intent.organizationUid);
-    const [invoice] = await tx
-      .select()
-      .from(invoices)
-      .where(and(eq(invoices.organizationUid, intent.organizationUid), eq(invoices.uid, intent.invoiceUid)))
-      .for('update');
+    const invoice = await repo.lockInvoice(tx, intent.organizationUid, intent.invoiceUid);
     if (!integration || !invoice) {
-      await tx
-        .update(billingSyncIntents)
-        .set({
-          state: 'abandoned',
-          updatedAt: sql`now()`,
-          lastError: 'integration or invoice no longer exists',
-        })
-        .where(
-          and(
-            eq(billingSyncIntents.organizationUid, intent.organizationUid),
-            eq(billingSyncIntents.invoiceUid, intent.invoiceUid),
-            sql`${billingSyncIntents.state} in ('pending', 'in_progress')`,
-          ),
-        );
+      await repo.abandonIntentsOfInvoice(
+        tx,
+        intent.organizationUid,
+        intent.invoiceUid,
+        'integration or invoice no longer exists',
+      );
       return { kind: 'abandoned' };
     }
     let revision: number;
@@ -539,23 +424,11 @@ async function claimForResend(
       if (error instanceof AppError && error.code === 'sync_in_progress') return { kind: 'skipped' };
       throw error;
     }
-    const [claimed] = await tx
-      .update(billingSyncIntents)
-      .set({
-        state: 'in_progress',
-        revision,
-        idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
-        baseRevision: invoice.revision,
-        updatedAt: sql`now()`,
-      })
-      .where(
-        and(
-          eq(billingSyncIntents.organizationUid, intent.organizationUid),
-          eq(billingSyncIntents.uid, intent.uid),
-          eq(billingSyncIntents.state, 'pending'),
-        ),
-      )
-      .returning();
+    const claimed = await repo.claimPendingIntent(tx, intent.organizationUid, intent.uid, {
+      revision,
+      idempotencyKey: syncIdempotencyKey(invoice.uid, revision),
+      baseRevision: invoice.revision,
+    });
     // Repaired meanwhile by another reconciler run (or an update that confirmed it).
     if (!claimed) return { kind: 'skipped' };
     return {
@@ -572,24 +445,13 @@ async function claimForResend(
  * key that is no longer the current one. Returns how many were sealed again.
  */
 export async function resealBillingSecrets(db: Db, secrets: SecretBox): Promise<number> {
-  const rows = await db
-    .select({ organizationUid: billingIntegrations.organizationUid, secret: billingIntegrations.secret })
-    .from(billingIntegrations);
+  // Every organization's: resealing is an operator's command over the whole installation.
+  const rows = await repo.listIntegrationSecretsOfAllOrganizations(db);
   let count = 0;
   for (const row of rows) {
     const sealed = secrets.resealed(row.secret, billingSecretPurpose(row.organizationUid));
     if (sealed === undefined) continue;
-    const updated = await db
-      .update(billingIntegrations)
-      .set({ secret: sealed })
-      .where(
-        and(
-          eq(billingIntegrations.organizationUid, row.organizationUid),
-          eq(billingIntegrations.secret, row.secret),
-        ),
-      )
-      .returning({ organizationUid: billingIntegrations.organizationUid });
-    count += updated.length;
+    count += await repo.replaceIntegrationSecret(db, row.organizationUid, row.secret, sealed);
   }
   return count;
 }

@@ -3,7 +3,7 @@ import { memberOrganizationUids, type RequestContext } from '../../platform/http
 import { notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
-import { listActiveAgentsWithTrigger } from '../agents/agents.repository.ts';
+import { listActiveAgentsWithTrigger } from '../agents/agents.service.ts';
 import { requestRun } from '../agents/agent-runs.service.ts';
 import * as repo from './conversations.repository.ts';
 import type {

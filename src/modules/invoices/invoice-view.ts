@@ -1,5 +1,5 @@
 import type { DbOrTx } from '../../platform/db/client.ts';
-import { findPartiesByUids, type PartyWithContact } from '../parties/parties.repository.ts';
+import { findPartiesByUids, type PartyWithContact } from '../parties/parties.service.ts';
 import { toPartyView } from '../parties/parties.service.ts';
 import { fieldArray, type StoredField } from './invoice-fields.ts';
 import { ageDays, overdueDays } from './invoice-totals.ts';

@@ -268,6 +268,22 @@ export async function upsertIntegration(
     });
 }
 
+/**
+ * Only the revision, nothing else (not even `updated_at`): the billing reconciler stamps the revision
+ * it re-sent on an invoice whose state is otherwise exactly what was sent.
+ */
+export async function setRevision(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  revision: number,
+): Promise<void> {
+  await db
+    .update(invoices)
+    .set({ revision })
+    .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)));
+}
+
 /** Members of the organization among these user uids, with their integer ids. */
 export async function memberUsers(db: DbOrTx, organizationUid: string, userUids: string[]) {
   if (userUids.length === 0) return [];

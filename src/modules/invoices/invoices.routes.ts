@@ -2,6 +2,7 @@ import { envelope } from '../../platform/http/envelope.ts';
 import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import { billingOptionsOf } from '../billing/billing.service.ts';
 import {
   Comment,
   CommentBody,
@@ -21,14 +22,6 @@ import {
   UpdateInvoiceBody,
 } from './invoices.schemas.ts';
 import * as service from './invoices.service.ts';
-
-export function billingOptionsOf(deps: AppDeps) {
-  return {
-    allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
-    timeoutMs: deps.config.billingTimeoutMs,
-    secrets: deps.secrets,
-  };
-}
 
 export async function invoiceRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;

@@ -1,12 +1,12 @@
 import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
-import { readInvoiceView } from './invoice-read.ts';
+import { readInvoiceView } from './invoice-read.repository.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
 import { segregationOfDuties } from '../tenancy/organization-settings.service.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
-import { findPartiesByUids } from '../parties/parties.repository.ts';
-import { findProductsBySku } from '../products/products.repository.ts';
+import { findPartiesByUids } from '../parties/parties.service.ts';
+import { findProductsBySku } from '../products/products.service.ts';
 import * as billing from '../billing/billing.service.ts';
 import { mergeFields, type StoredField } from './invoice-fields.ts';
 import { defaultStatus, statusesFor, type InvoiceType } from './invoice-statuses.ts';

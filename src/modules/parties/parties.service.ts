@@ -1,4 +1,4 @@
-import type { Db } from '../../platform/db/client.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
@@ -98,4 +98,15 @@ export async function listParties(
     repo.listParties(db, ctx.organizationUid, { ...filters, q, limit: page.perPage, offset: offsetOf(page) }),
   );
   return { items: rows.map(toPartyView), total };
+}
+
+export type { PartyWithContact } from './parties.repository.ts';
+
+/** Parties with their billing contact, for other modules' reads (an invoice's parties). */
+export function findPartiesByUids(
+  db: DbOrTx,
+  organizationUid: string,
+  uids: string[],
+): Promise<repo.PartyWithContact[]> {
+  return repo.findPartiesByUids(db, organizationUid, uids);
 }

@@ -1,4 +1,4 @@
-import type { Db } from '../../platform/db/client.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
@@ -83,4 +83,13 @@ export async function listProducts(
     }),
   );
   return { items: rows.map(toProductView), total };
+}
+
+/** The organization's products with these SKUs, for line items that name one. */
+export function findProductsBySku(
+  db: DbOrTx,
+  organizationUid: string,
+  skus: string[],
+): Promise<repo.ProductRow[]> {
+  return repo.findProductsBySku(db, organizationUid, skus);
 }

@@ -3,7 +3,7 @@ import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed, type FieldError } from '../../platform/http/errors.ts';
 import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
-import { findAgent, type AgentRow } from '../agents/agents.repository.ts';
+import { findAgent, type AgentRow } from '../agents/agents.service.ts';
 import { requestRun, runBlocker } from '../agents/agent-runs.service.ts';
 import { visibleInOrganization } from '../invoices/invoice-access.ts';
 import * as repo from './work-tasks.repository.ts';

@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { AppError } from './errors.ts';
 
 /**
@@ -10,92 +11,41 @@ import { AppError } from './errors.ts';
  * refused at configuration and again at call time on the address actually connected to, so a DNS answer
  * that changes between the two (rebinding) does not get through.
  */
-const BLOCKED_V4: [string, number][] = [
-  ['0.0.0.0', 8],
-  ['10.0.0.0', 8],
-  ['100.64.0.0', 10],
-  ['127.0.0.0', 8],
-  ['169.254.0.0', 16],
-  ['172.16.0.0', 12],
-  ['192.0.0.0', 24],
-  ['192.168.0.0', 16],
-  ['198.18.0.0', 15],
-  ['224.0.0.0', 4],
-  ['240.0.0.0', 4],
-];
-
-function v4ToInt(ip: string): number {
-  return ip.split('.').reduce((acc, part) => (acc << 8) + Number(part), 0) >>> 0;
-}
-
-/** The eight 16-bit groups of an IPv6 address (zone id dropped, embedded dotted IPv4 expanded). */
-function v6Groups(address: string): number[] | undefined {
-  let a = address.toLowerCase().replace(/%.*$/, '');
-  const dotted = /(\d+\.\d+\.\d+\.\d+)$/.exec(a);
-  if (dotted) {
-    if (!net.isIPv4(dotted[1]!)) return undefined;
-    const v = v4ToInt(dotted[1]!);
-    a = `${a.slice(0, -dotted[1]!.length)}${(v >>> 16).toString(16)}:${(v & 0xffff).toString(16)}`;
-  }
-  const halves = a.split('::');
-  if (halves.length > 2) return undefined;
-  const head = halves[0] ? halves[0].split(':') : [];
-  const tail = halves.length === 2 && halves[1] ? halves[1].split(':') : [];
-  const fill = halves.length === 2 ? 8 - head.length - tail.length : 0;
-  const groups = [...head, ...Array<string>(Math.max(fill, 0)).fill('0'), ...tail].map((g) =>
-    parseInt(g, 16),
-  );
-  return groups.length === 8 && groups.every((g) => g >= 0 && g <= 0xffff) ? groups : undefined;
-}
-
-function embeddedV4(high: number, low: number): string {
-  return [high >>> 8, high & 0xff, low >>> 8, low & 0xff].join('.');
+function v4Of(high: number, low: number): ipaddr.IPv4 {
+  return new ipaddr.IPv4([high >> 8, high & 0xff, low >> 8, low & 0xff]);
 }
 
 /**
- * True for every address a configured endpoint must not reach: the IPv4 ranges above, and in IPv6
- * the unspecified and loopback addresses, unique-local (fc00::/7), link-local (fe80::/10), site-local
- * (fec0::/10), multicast, documentation, and any IPv6 form that carries an IPv4 address (mapped
- * `::ffff:a.b.c.d` — which URLs print as `::ffff:7f00:1` —, compatible `::a.b.c.d`, NAT64
- * `64:ff9b::/96`, 6to4 `2002::/16`) whose IPv4 address is itself refused. Anything that is not an IP
- * address is refused too.
+ * IPv4 inside an IPv6 address: mapped `::ffff:a.b.c.d`, NAT64 `64:ff9b::/96`, 6to4 `2002::/16`, and
+ * the deprecated compatible form `::a.b.c.d` (which ipaddr.js counts as unicast).
+ */
+function embeddedV4(v6: ipaddr.IPv6, range: string): ipaddr.IPv4 | undefined {
+  const p = v6.parts;
+  if (range === 'ipv4Mapped') return v6.toIPv4Address();
+  if (range === '6to4') return v4Of(p[1]!, p[2]!);
+  const wellKnownNat64 = range === 'rfc6052' && p[0] === 0x64 && p[1] === 0xff9b;
+  if ((wellKnownNat64 || p[0] === 0) && p.slice(wellKnownNat64 ? 2 : 0, 6).every((x) => x === 0)) {
+    return v4Of(p[6]!, p[7]!);
+  }
+  return undefined;
+}
+
+/**
+ * True for every address a configured endpoint must not reach: anything ipaddr.js does not class as
+ * global unicast (loopback, private, carrier-grade NAT, link-local, multicast, broadcast, reserved and
+ * documentation ranges; in IPv6 also unique-local, site-local, discard, Teredo, the local-use NAT64
+ * prefix), and any IPv6 form that carries an IPv4 address whose IPv4 address is itself refused.
+ * Anything that is not an IP address is refused too.
  */
 export function isPrivateAddress(address: string): boolean {
-  if (net.isIPv4(address)) {
-    const value = v4ToInt(address);
-    return BLOCKED_V4.some(([base, bits]) => {
-      const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-      return (value & mask) === (v4ToInt(base) & mask);
-    });
-  }
-  const g = v6Groups(address);
-  if (!g || !net.isIPv6(address.replace(/%.*$/, ''))) return true;
-  const [g0, g1, g2, g3, g4, g5, g6, g7] = g as [
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-    number,
-  ];
-  const zeroTo = (n: number) => g.slice(0, n).every((x) => x === 0);
-  if (zeroTo(8)) return true; // ::
-  if (zeroTo(7) && g7 === 1) return true; // ::1
-  if (zeroTo(5) && g5 === 0xffff) return isPrivateAddress(embeddedV4(g6, g7)); // ::ffff:a.b.c.d
-  if (zeroTo(6)) return isPrivateAddress(embeddedV4(g6, g7)); // ::a.b.c.d (deprecated)
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 0 && g3 === 0 && g4 === 0 && g5 === 0) {
-    return isPrivateAddress(embeddedV4(g6, g7)); // NAT64 well-known prefix
-  }
-  if (g0 === 0x64 && g1 === 0xff9b && g2 === 1) return true; // local-use NAT64
-  if (g0 === 0x2002) return isPrivateAddress(embeddedV4(g1, g2)); // 6to4
-  if (g0 === 0x2001 && g1 === 0x0db8) return true; // documentation
-  if (g0 === 0x0100 && g1 === 0 && g2 === 0 && g3 === 0) return true; // discard-only
-  if ((g0 & 0xfe00) === 0xfc00) return true; // unique local fc00::/7
-  if ((g0 & 0xffc0) === 0xfe80 || (g0 & 0xffc0) === 0xfec0) return true; // link/site-local
-  if ((g0 & 0xff00) === 0xff00) return true; // multicast
-  return false;
+  const bare = address.replace(/%.*$/, '');
+  if (!net.isIP(bare)) return true;
+  const parsed = ipaddr.parse(bare);
+  const range = parsed.range();
+  if (parsed.kind() === 'ipv4') return range !== 'unicast';
+  const v4 = embeddedV4(parsed as ipaddr.IPv6, range);
+  if (v4) return v4.range() !== 'unicast';
+  return range !== 'unicast';
 }
 
 export function parseOutboundUrl(raw: string): URL {
