@@ -14,6 +14,7 @@ import {
 } from './platform/http/error-handler.ts';
 import { applyQueryRules, BODY_LIMITS } from './platform/http/route-rules.ts';
 import { schemaCompiler } from './platform/http/validation.ts';
+import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
 import { AppError } from './platform/http/errors.ts';
@@ -116,6 +117,7 @@ export interface BuildAppOptions {
 /** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
   const compileValidator = schemaCompiler();
+  const serializers = lazySharedSerializers();
   const app = Fastify({
     // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
     // (app.register) builds its validators from the server options, and would otherwise fall back to
@@ -124,6 +126,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       compilersFactory: {
         // The factory's declared type is Ajv-specific; any FastifySchemaCompiler is what it must return.
         buildValidator: (() => compileValidator) as unknown as ValidatorFactory,
+        buildSerializer: serializers,
       },
     },
     logger: options.logger ?? loggerOptions(deps.config.logLevel),
@@ -148,6 +151,12 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Validators and serializers compile on first use (fast start); this compiles every one now.
+  app.decorate('compileSchemas', () => {
+    compileValidator.compileAll();
+    serializers.compileAll();
+  });
 
   // First of all hooks: nothing a request runs may reach the database outside its role.
   registerDbRole(app);
@@ -268,5 +277,6 @@ declare module 'fastify' {
     lastUsed: LastUsedRecorder;
     diskSpace: DiskSpaceGuard;
     routeList: { method: string; url: string }[];
+    compileSchemas(): void;
   }
 }

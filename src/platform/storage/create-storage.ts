@@ -1,7 +1,6 @@
 import path from 'node:path';
 import type { Config } from '../../config.ts';
 import { LocalObjectStorage } from './local-storage.ts';
-import { S3ObjectStorage } from './s3-storage.ts';
 import type { ObjectStorage } from './storage.ts';
 
 /** The store the configuration names: S3 when any `S3_*` variable is set, else the embedded one. */
@@ -10,7 +9,11 @@ export async function createObjectStorage(config: Config): Promise<ObjectStorage
   // Node 22 would otherwise print on every start and every CLI run.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const settings = config.objectStorage;
-  if (settings.kind === 's3') return new S3ObjectStorage(settings);
+  if (settings.kind === 's3') {
+    // The AWS SDK loads only where S3 is configured (docs/performance.md#start-and-footprint).
+    const { S3ObjectStorage } = await import('./s3-storage.ts');
+    return new S3ObjectStorage(settings);
+  }
   return LocalObjectStorage.open({
     rootDir: path.join(config.dataDir, 'objects'),
     bucket: settings.bucket,

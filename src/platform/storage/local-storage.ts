@@ -4,7 +4,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Transform, type Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { S3Client } from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import { loadOrCreateCredentials } from './credentials.ts';
 import { verifyPresignedRequest, type PresignedRequest, type SigV4Credentials } from './sigv4.ts';
 import { verifyPostForm, type PostVerifyResult } from './post-policy.ts';
@@ -14,7 +14,7 @@ import {
   ObjectStorageError,
   presignGet,
   presignPost,
-  S3_CLIENT_DEFAULTS,
+  createS3Client,
   type ObjectHead,
   type ObjectStorage,
   type PresignedPost,
@@ -63,20 +63,23 @@ const isErrno = (error: unknown, ...codes: string[]) =>
 export class LocalObjectStorage implements ObjectStorage {
   readonly kind = 'embedded' as const;
   readonly region = EMBEDDED_REGION;
-  private readonly presigner: S3Client;
+  private presignerClient: Promise<S3Client> | undefined;
 
   private constructor(
     private readonly rootDir: string,
     readonly bucket: string,
     readonly endpoint: string,
     readonly credentials: SigV4Credentials,
-  ) {
-    this.presigner = new S3Client({
-      ...S3_CLIENT_DEFAULTS,
-      endpoint,
+  ) {}
+
+  /** The SDK's presigner pointed at the service itself, made on the first presign. */
+  private presigner(): Promise<S3Client> {
+    this.presignerClient ??= createS3Client({
+      endpoint: this.endpoint,
       region: EMBEDDED_REGION,
-      credentials: { ...credentials }, // a copy: the SDK annotates the object it is given
+      credentials: { ...this.credentials }, // a copy: the SDK annotates the object it is given
     });
+    return this.presignerClient;
   }
 
   static async open(options: LocalObjectStorageOptions): Promise<LocalObjectStorage> {
@@ -274,11 +277,11 @@ export class LocalObjectStorage implements ObjectStorage {
   }
 
   async presignedGetUrl(key: string, options: PresignGetOptions): Promise<string> {
-    return presignGet(this.presigner, this.bucket, key, options);
+    return presignGet(await this.presigner(), this.bucket, key, options);
   }
 
   async presignedPost(key: string, options: PresignPostOptions): Promise<PresignedPost> {
-    return presignPost(this.presigner, this.bucket, key, options);
+    return presignPost(await this.presigner(), this.bucket, key, options);
   }
 
   /**
@@ -329,6 +332,6 @@ export class LocalObjectStorage implements ObjectStorage {
   }
 
   async close(): Promise<void> {
-    this.presigner.destroy();
+    if (this.presignerClient) (await this.presignerClient).destroy();
   }
 }

@@ -1,8 +1,6 @@
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
-import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
-import { createPresignedPost } from '@aws-sdk/s3-presigned-post';
+import type { S3Client } from '@aws-sdk/client-s3';
 
 /**
  * Object storage (CONTRACT §6): one bucket, addressed by key. Two implementations answer the same
@@ -158,6 +156,11 @@ export async function presignGet(
   if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_PRESIGN_EXPIRES_S) {
     throw new RangeError(`expiresInSeconds must be 1 to ${MAX_PRESIGN_EXPIRES_S}`);
   }
+  // The AWS SDK loads on the first presign, not at start (docs/performance.md#start-and-footprint).
+  const [{ GetObjectCommand }, { getSignedUrl }] = await Promise.all([
+    import('@aws-sdk/client-s3'),
+    import('@aws-sdk/s3-request-presigner'),
+  ]);
   const command = new GetObjectCommand({
     Bucket: bucket,
     Key: key,
@@ -193,6 +196,7 @@ export async function presignPost(
     throw new RangeError('minBytes and maxBytes must be whole numbers');
   }
   if (options.maxBytes < minBytes) throw new RangeError('maxBytes must be at least minBytes');
+  const { createPresignedPost } = await import('@aws-sdk/s3-presigned-post');
   const { url, fields } = await createPresignedPost(client, {
     Bucket: bucket,
     Key: key,
@@ -213,3 +217,13 @@ export const S3_CLIENT_DEFAULTS = {
   requestChecksumCalculation: 'WHEN_REQUIRED',
   responseChecksumValidation: 'WHEN_REQUIRED',
 } as const;
+
+/** An S3 client for presigning, with the SDK loaded on first use. */
+export async function createS3Client(settings: {
+  endpoint: string;
+  region: string;
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+}): Promise<S3Client> {
+  const { S3Client } = await import('@aws-sdk/client-s3');
+  return new S3Client({ ...S3_CLIENT_DEFAULTS, ...settings });
+}
