@@ -13,6 +13,8 @@ export interface Config {
   /** Milliseconds before a statement is cancelled (answered 503). */
   statementTimeoutMs: number;
   databasePoolSize: number;
+  /** PGlite's shared buffers in MB (its largest memory use); PostgreSQL's own setting is the server's. */
+  pgliteSharedBuffersMb: number;
   rateLimitMax: number;
   rateLimitWindowS: number;
   redisUrl: string | undefined;
@@ -246,6 +248,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 10_000, 100),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
+    pgliteSharedBuffersMb: integer(env, 'PGLITE_SHARED_BUFFERS_MB', 16, 1, 4096),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 600, 1),
     rateLimitWindowS: integer(env, 'RATE_LIMIT_WINDOW_S', 60, 1),
     redisUrl: optional(env, 'REDIS_URL'),

@@ -23,6 +23,7 @@ export async function openMigratedDatabase(config: Config, command: string): Pro
       dataDir: config.databaseUrl ? undefined : path.join(config.dataDir, 'pglite'),
       statementTimeoutMs: config.statementTimeoutMs,
       poolSize: config.databasePoolSize,
+      pgliteSharedBuffersMb: config.pgliteSharedBuffersMb,
     });
     const appliedMigrations = await migrate(database);
     return {

@@ -38,6 +38,8 @@ export interface OpenDatabaseOptions {
   loadDataDir?: Blob | File | undefined;
   statementTimeoutMs: number;
   poolSize?: number;
+  /** PGlite only: its shared buffers (PostgreSQL's default, 128 MB, is most of an idle process's memory). */
+  pgliteSharedBuffersMb?: number;
 }
 
 // int8 (counts, sums of cents) as a JS number; values stay far below 2^53 for money in cents.
@@ -80,6 +82,18 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
     extensions,
+    // Shared buffers are allocated in the WebAssembly heap and touched as pages are read: PostgreSQL's
+    // 128 MB default made an idle embedded server 400+ MB. The data directory's files stay in the OS page
+    // cache anyway (docs/performance.md#start-and-footprint).
+    ...(options.pgliteSharedBuffersMb
+      ? {
+          startParams: [
+            ...PGlite.defaultStartParams,
+            '-c',
+            `shared_buffers=${Math.floor(options.pgliteSharedBuffersMb)}MB`,
+          ],
+        }
+      : {}),
   });
   await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
   // Every statement through `lite` runs as its caller's role (session-role.ts).
