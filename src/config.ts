@@ -39,8 +39,9 @@ export interface Config {
   /** Every `smtp://` server (operator's or an account's) must upgrade with STARTTLS, else nothing is sent. */
   smtpRequireTls: boolean;
   /**
-   * Seconds a `sending` attempt is presumed alive; after that a sweep finds out what happened to it.
-   * Longer than the SMTP timeouts (120 s in all), so a live send is never taken over.
+   * Seconds a `sending` attempt (and its send job) is presumed alive; after that a sweep, or the job's
+   * retry, finds out what happened to it. The SMTP exchange is bounded below it (120 s, or the lease
+   * minus 5 s when shorter), so a live send is never taken over.
    */
   emailSendLeaseS: number;
   /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
@@ -264,7 +265,7 @@ export function loadConfig(env: Env = process.env): Config {
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
-    emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 150, 86_400),
+    emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 10, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
     minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,
     trustProxy: trustProxy(env),

@@ -6,12 +6,14 @@ import type { Config } from '../../config.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import {
+  DEFAULT_SMTP_TIMEOUTS,
   MailerError,
   mailerFor,
   messageIdForDraft,
   OutboxMailer,
   type MailAttachment,
   type Mailer,
+  type SmtpTimeouts,
 } from '../../platform/mail/mailer.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './email-drafts.repository.ts';
@@ -57,12 +59,26 @@ export interface EmailSendingDeps {
 
 export const DEFAULT_LEASE_SECONDS = 300;
 
+/** Between the end of an SMTP exchange and the end of its lease: time to record the outcome. */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * The SMTP limits under a lease: a live send must end before its lease does, or a sweep could take it
+ * over. The default lease (300 s) leaves the usual 2 minutes; a lease shorter than 125 s shortens the
+ * whole exchange to the lease minus 5 s.
+ */
+export function smtpTimeoutsFor(leaseSeconds: number): SmtpTimeouts {
+  const totalMs = Math.min(DEFAULT_SMTP_TIMEOUTS.totalMs, leaseSeconds * 1000 - LEASE_MARGIN_MS);
+  return { ...DEFAULT_SMTP_TIMEOUTS, totalMs };
+}
+
 export function mailersFromConfig(config: Config, secrets: SecretBox): Mailers {
   const settings = {
     smtpUrl: config.smtpUrl,
     outboxDir: path.join(config.dataDir, 'outbox'),
     allowPrivateNetworkTargets: config.allowPrivateNetworkTargets,
     requireTls: config.smtpRequireTls,
+    smtpTimeouts: smtpTimeoutsFor(config.emailSendLeaseS),
   };
   return {
     forAccount: (account) =>

@@ -372,18 +372,25 @@ export function mailerFor(
     outboxDir: string;
     allowPrivateNetworkTargets: boolean;
     requireTls?: boolean;
+    smtpTimeouts?: SmtpTimeouts;
   },
 ): Mailer {
   const requireTls = settings.requireTls ?? false;
   if (accountSmtpUrl) {
-    return new SmtpMailer({
-      url: accountSmtpUrl,
-      refusePrivateAddresses: !settings.allowPrivateNetworkTargets,
-      requireTls,
-    });
+    return new SmtpMailer(
+      {
+        url: accountSmtpUrl,
+        refusePrivateAddresses: !settings.allowPrivateNetworkTargets,
+        requireTls,
+      },
+      settings.smtpTimeouts,
+    );
   }
   if (settings.smtpUrl) {
-    return new SmtpMailer({ url: settings.smtpUrl, refusePrivateAddresses: false, requireTls });
+    return new SmtpMailer(
+      { url: settings.smtpUrl, refusePrivateAddresses: false, requireTls },
+      settings.smtpTimeouts,
+    );
   }
   return new OutboxMailer(settings.outboxDir);
 }
