@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -46,6 +47,13 @@ export interface Config {
   emailSendLeaseS: number;
   /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
   shutdownGraceS: number;
+  /** Threads at most that read knowledge files' text, off the event loop (default min(2, CPUs)). */
+  extractionThreads: number;
+  /**
+   * Seconds one file's text extraction may take before it is stopped and the file fails; at most 600,
+   * under the processing job's 15-minute expiry.
+   */
+  extractionTimeoutS: number;
   /** Below this many free bytes on the data directory's disk, writes answer 507 `storage_full`. */
   minFreeDiskBytes: number;
   /**
@@ -267,6 +275,8 @@ export function loadConfig(env: Env = process.env): Config {
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
     emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 10, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
+    extractionThreads: integer(env, 'EXTRACTION_THREADS', Math.min(2, os.availableParallelism()), 1, 64),
+    extractionTimeoutS: integer(env, 'EXTRACTION_TIMEOUT_S', 120, 1, 600),
     minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,
     trustProxy: trustProxy(env),
     corsOrigins: corsOrigins(env),
