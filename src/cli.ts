@@ -29,6 +29,10 @@ Commands:
       Install the preset receivables metric definitions (DSO, overdue, aging, CEI); \`init\` does too.
   metrics compute --org ORG_UID [--date YYYY-MM-DD]
       Compute the organization's preset metric values as of a UTC day (default today) and store them.
+  worker
+      Work the background job queues (email sends, agent runs, knowledge processing, schedules) without
+      serving HTTP, until SIGTERM or SIGINT. Run any number against one PostgreSQL (DATABASE_URL) beside
+      servers started with RUN_WORKERS=false. Logs JSON lines like the server.
   secrets generate-key
       Print a new random key for SECRET_KEY (32 bytes, base64).
   secrets rotate
@@ -197,6 +201,12 @@ async function run(argv: string[], out: Output): Promise<void> {
       `Wrote ${result.values_written} preset metric values for ${result.metric_date}` +
         `${result.skipped.length > 0 ? ` (${result.skipped.length} without a value)` : ''}`,
     );
+    return;
+  }
+  if (command === 'worker' && !sub) {
+    // Loaded here: the job handlers pull in every module, which no other command needs.
+    const { runWorker } = await import('./runtime/worker.ts');
+    await runWorker(config);
     return;
   }
   if (command === 'secrets' && sub === 'generate-key') {

@@ -1,3 +1,4 @@
+import os from 'node:os';
 import path from 'node:path';
 
 /**
@@ -41,12 +42,20 @@ export interface Config {
   /** Every `smtp://` server (operator's or an account's) must upgrade with STARTTLS, else nothing is sent. */
   smtpRequireTls: boolean;
   /**
-   * Seconds a `sending` attempt is presumed alive; after that a sweep finds out what happened to it.
-   * Longer than the SMTP timeouts (120 s in all), so a live send is never taken over.
+   * Seconds a `sending` attempt (and its send job) is presumed alive; after that a sweep, or the job's
+   * retry, finds out what happened to it. The SMTP exchange is bounded below it (120 s, or the lease
+   * minus 5 s when shorter), so a live send is never taken over.
    */
   emailSendLeaseS: number;
   /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
   shutdownGraceS: number;
+  /** Threads at most that read knowledge files' text, off the event loop (default min(2, CPUs)). */
+  extractionThreads: number;
+  /**
+   * Seconds one file's text extraction may take before it is stopped and the file fails; at most 600,
+   * under the processing job's 15-minute expiry.
+   */
+  extractionTimeoutS: number;
   /** Below this many free bytes on the data directory's disk, writes answer 507 `storage_full`. */
   minFreeDiskBytes: number;
   /**
@@ -267,8 +276,10 @@ export function loadConfig(env: Env = process.env): Config {
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
-    emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 150, 86_400),
+    emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 10, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
+    extractionThreads: integer(env, 'EXTRACTION_THREADS', Math.min(2, os.availableParallelism()), 1, 64),
+    extractionTimeoutS: integer(env, 'EXTRACTION_TIMEOUT_S', 120, 1, 600),
     minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,
     trustProxy: trustProxy(env),
     corsOrigins: corsOrigins(env),

@@ -2,7 +2,7 @@ import path from 'node:path';
 import type { Config } from '../config.ts';
 import { createChatClient, type ChatClient } from './chat/chat.ts';
 import { createTextGenerator, type TextGenerator } from './llm/text-generator.ts';
-import { createMailTransports, type MailTransports } from './mail/mailer.ts';
+import { createMailTransports, smtpTimeoutsFor, type MailTransports } from './mail/mailer.ts';
 
 /**
  * The outside services' clients (CONTRACT §6), built once per process from the configuration and
@@ -24,6 +24,8 @@ export function createClients(config: Config): Clients {
       outboxDir: path.join(config.dataDir, 'outbox'),
       allowPrivateNetworkTargets: config.allowPrivateNetworkTargets,
       requireTls: config.smtpRequireTls,
+      // A live send ends before its lease does (docs/email-sending.md#no-double-send).
+      smtpTimeouts: smtpTimeoutsFor(config.emailSendLeaseS),
     }),
   };
 }

@@ -23,6 +23,8 @@ export interface ReceivedMail {
   parsed: ParsedMail;
   user: string | undefined;
   outcome: 'accepted' | 'rejected' | 'dropped';
+  /** The SMTP session (one connection) it came on; see `closedSessions`. */
+  sessionId: string;
 }
 
 export class FakeSmtp {
@@ -30,6 +32,8 @@ export class FakeSmtp {
   behaviour: SmtpBehaviour = { kind: 'accept' };
   /** Runs when a message has arrived, before the server answers (to look at the sender's state then). */
   onMessage: ((mail: ReceivedMail) => Promise<void>) | undefined;
+  /** Sessions whose connection has closed (the client quit, or its process died). */
+  readonly closedSessions = new Set<string>();
   private server: SMTPServer;
   port = 0;
 
@@ -39,6 +43,9 @@ export class FakeSmtp {
       authOptional: !credentials,
       allowInsecureAuth: true,
       logger: false,
+      onClose: (session) => {
+        this.closedSessions.add(session.id);
+      },
       onAuth: (auth, _session, callback) => {
         if (credentials && auth.username === credentials.user && auth.password === credentials.pass) {
           callback(null, { user: auth.username });
@@ -81,6 +88,7 @@ export class FakeSmtp {
       parsed: await simpleParser(raw),
       user: typeof session.user === 'string' ? session.user : undefined,
       outcome,
+      sessionId: session.id,
     });
   }
 

@@ -91,3 +91,33 @@ export async function startServer(env: Record<string, string>): Promise<ServerPr
   }
   return { child, port, url, output: () => output, exited };
 }
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `remit worker` (src/cli.ts through tsx) as a real process and waits for its ready line. */
+export async function startWorker(env: Record<string, string>): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'worker'], {
+    cwd: ROOT,
+    // Info level: the ready line is what says the worker is working the queues.
+    env: cleanEnv({ LOG_LEVEL: 'info', ...env }),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const deadline = Date.now() + 60_000;
+  while (!output.includes('worker ready')) {
+    if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${output}`);
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`worker did not become ready:\n${output}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return { child, output: () => output, exited };
+}

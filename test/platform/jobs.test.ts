@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
+import { Jobs } from '../../src/platform/jobs/jobs.ts';
 import { organizations } from '../../src/modules/tenancy/tenancy.tables.ts';
 
 let t: TestApp;
@@ -63,6 +64,33 @@ describe('jobs', () => {
     expect(await t.db.select().from(organizations).where(eq(organizations.name, 'Rolled back'))).toHaveLength(
       0,
     );
+  });
+
+  it("a queue's expiry is written at every start, so a changed setting applies to new jobs", async () => {
+    await t.deps.jobs.define('test.expiring', undefined, { expireInSeconds: 40 });
+    const expiry = async () =>
+      (
+        await rawQuery<{ expire_seconds: number }>(
+          t.db,
+          `select expire_seconds from pgboss.queue where name = 'test.expiring'`,
+        )
+      )[0]!.expire_seconds;
+    expect(await expiry()).toBe(40);
+    // Another process (or this one restarted) with another setting: the queue follows it.
+    const restarted = await Jobs.start(t.database, { supervise: false });
+    try {
+      await restarted.define('test.expiring', undefined, { expireInSeconds: 25 });
+      expect(await expiry()).toBe(25);
+      const id = await t.db.transaction((tx) => restarted.enqueue(tx, 'test.expiring', {}));
+      const [job] = await rawQuery<{ seconds: number }>(
+        t.db,
+        `select extract(epoch from expire_in)::int as seconds from pgboss.job where id = $1`,
+        [id],
+      );
+      expect(job!.seconds).toBe(25);
+    } finally {
+      await restarted.stop();
+    }
   });
 
   it('refuses a queue that was never defined', async () => {

@@ -21,12 +21,18 @@ export async function registerEmailJobs(deps: AppDeps, log: FastifyBaseLogger): 
     mailers: accountMailers(deps.clients.mail, deps.secrets),
     leaseSeconds: deps.config.emailSendLeaseS,
   };
-  await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
-    const result = await runSendJob(sending, data);
-    if (result === 'sent' || result === 'failed') {
-      log.info({ draft_uid: data.draft_uid, result }, 'email send');
-    }
-  });
+  // A send job still `active` past the lease belongs to a worker that died: the queue fails it and its
+  // retry finds out what happened to the attempt (docs/email-sending.md#no-double-send).
+  await jobs.define<SendJobData>(
+    EMAIL_SEND_QUEUE,
+    async (data) => {
+      const result = await runSendJob(sending, data);
+      if (result === 'sent' || result === 'failed') {
+        log.info({ draft_uid: data.draft_uid, result }, 'email send');
+      }
+    },
+    { expireInSeconds: deps.config.emailSendLeaseS },
+  );
   await jobs.define(EMAIL_SWEEP_QUEUE, async () => {
     const result = await sweepEmailDrafts({ db: database.db, jobs });
     if (result.enqueued > 0) log.info(result, 'email sweep: due drafts re-enqueued');

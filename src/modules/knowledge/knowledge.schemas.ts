@@ -1,9 +1,8 @@
 import { Type, type Static } from 'typebox';
 import { DateTime, Nullable, Uuid } from '../../platform/http/schemas.ts';
-import { KNOWLEDGE_CONTENT_TYPES } from './text-extraction.ts';
+import { KNOWLEDGE_CONTENT_TYPES, MAX_KNOWLEDGE_BYTES } from './text-extraction.ts';
 
-/** Largest knowledge file (interface §8: 25 MB, enforced by the upload policy and again at confirm). */
-export const MAX_KNOWLEDGE_BYTES = 25 * 1024 * 1024;
+export { MAX_KNOWLEDGE_BYTES };
 /** Lifetime of a presigned upload (interface §8: 900 seconds). */
 export const PRESIGN_EXPIRES_S = 900;
 

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { threadId } from 'node:worker_threads';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   CONTENT_TYPES,
   docx,
@@ -9,12 +10,17 @@ import {
   type SampleKind,
 } from '../../../test/helpers/sample-files.ts';
 import {
+  closeTextExtraction,
+  configureTextExtraction,
   ExtractionError,
   extractPlainText,
   KNOWLEDGE_CONTENT_TYPES,
   looksLike,
   MAX_EXTRACTED_CHARS,
+  MAX_KNOWLEDGE_BYTES,
+  runExtraction,
 } from './text-extraction.ts';
+import { extractInThisThread } from './text-extractors.ts';
 
 const KINDS = Object.keys(CONTENT_TYPES) as SampleKind[];
 
@@ -95,5 +101,72 @@ describe('extractPlainText', () => {
     );
     expect(text!.startsWith('ab\n\n')).toBe(true);
     expect(text!.length).toBe(MAX_EXTRACTED_CHARS);
+  });
+});
+
+describe('extraction off the event loop', () => {
+  afterAll(async () => {
+    configureTextExtraction({ timeoutMs: 120_000 });
+    await closeTextExtraction();
+  });
+
+  /** How many times a `setImmediate` loop turned while `work` ran. */
+  async function turnsDuring(work: () => Promise<unknown>): Promise<number> {
+    let turns = 0;
+    let running = true;
+    const turn = () => {
+      if (!running) return;
+      turns += 1;
+      setImmediate(turn);
+    };
+    setImmediate(turn);
+    try {
+      await work();
+    } finally {
+      running = false;
+    }
+    return turns;
+  }
+
+  const bigSheet = xlsx(
+    Array.from({ length: 40_000 }, (_, i) => [`SKU-${i}`, i, 'consulting, per hour']),
+    'Rates',
+  );
+
+  it('reads in a thread of the pool, with the same text as reading in this thread', async () => {
+    const files = [
+      [CONTENT_TYPES.pdf, pdf(['Quarterly statement (ACME)', 'Net 30 days'])],
+      [CONTENT_TYPES.docx, docx(['Collections policy', 'Remind after 7 days & <again>'])],
+      [CONTENT_TYPES.xlsx, bigSheet],
+    ] as const;
+    for (const [type, bytes] of files) {
+      const pooled = await runExtraction(type, bytes);
+      expect(pooled.threadId, type).not.toBe(threadId);
+      expect(pooled.threadId, type).toBeGreaterThan(0);
+      expect(pooled.text, type).toBe(await extractInThisThread(type, bytes));
+    }
+  });
+
+  it('keeps the event loop turning while a large spreadsheet is read', async () => {
+    // Both ways warmed up above (thread started, libraries loaded). In this thread the loop turns
+    // only where the parser awaits; with the pool it turns all along.
+    const inThisThread = await turnsDuring(() => extractInThisThread(CONTENT_TYPES.xlsx, bigSheet));
+    const pooled = await turnsDuring(() => runExtraction(CONTENT_TYPES.xlsx, bigSheet));
+    expect(pooled).toBeGreaterThan(5 * inThisThread);
+  });
+
+  it('stops an extraction past the timeout (the file fails), and the next one runs', async () => {
+    configureTextExtraction({ timeoutMs: 20 });
+    await expect(runExtraction(CONTENT_TYPES.xlsx, bigSheet)).rejects.toThrow(
+      new ExtractionError("The file's text could not be read within 0.02 s"),
+    );
+    configureTextExtraction({ timeoutMs: 120_000 });
+    expect((await runExtraction(CONTENT_TYPES.docx, docx(['after']))).text).toBe('after');
+  });
+
+  it('refuses a file over the upload limit without reading it', async () => {
+    await expect(runExtraction(CONTENT_TYPES.pdf, Buffer.alloc(MAX_KNOWLEDGE_BYTES + 1))).rejects.toThrow(
+      /larger than 26214400 bytes/,
+    );
   });
 });

@@ -1,8 +1,13 @@
+import os from 'node:os';
+import type { Piscina } from 'piscina';
+import type { ExtractionOutcome, ExtractionTask } from './extraction-worker.ts';
+
 /**
  * The knowledge document types (interface 2.3), how to recognise each from its first bytes, and the
- * plain text of each, for search. Text comes from maintained libraries that read the formats well:
- * PDF through PDF.js (`unpdf`, its serverless build with no native parts), DOCX through `mammoth`,
- * XLSX through `read-excel-file`. Images have no text (no OCR).
+ * plain text of each, for search. The text is read off the event loop, in a small pool of worker
+ * threads (piscina) that starts with the first extraction: a large PDF or spreadsheet takes seconds of
+ * CPU, which on the main thread would stall every request and job of the process. The extractors
+ * (`text-extractors.ts`) load only inside those threads.
  */
 
 export const KNOWLEDGE_CONTENT_TYPES = [
@@ -13,6 +18,9 @@ export const KNOWLEDGE_CONTENT_TYPES = [
   'image/jpeg',
 ] as const;
 export type KnowledgeContentType = (typeof KNOWLEDGE_CONTENT_TYPES)[number];
+
+/** Largest knowledge file (interface §8: 25 MB, enforced by the upload policy and again at confirm). */
+export const MAX_KNOWLEDGE_BYTES = 25 * 1024 * 1024;
 
 /** Extracted text kept per document, in characters: enough for search, bounded for the row. */
 export const MAX_EXTRACTED_CHARS = 1_000_000;
@@ -51,73 +59,85 @@ export class ExtractionError extends Error {
   override name = 'ExtractionError';
 }
 
-/** NUL cannot be stored in a PostgreSQL text column; runs of blank lines say nothing to search. */
-function tidy(text: string): string {
-  const clean = text
-    .replace(/\u0000/g, '')
-    .replace(/\r\n?/g, '\n')
-    .replace(/[ \t]+\n/g, '\n')
-    .replace(/\n{3,}/g, '\n\n')
-    .trim();
-  return clean.length > MAX_EXTRACTED_CHARS ? clean.slice(0, MAX_EXTRACTED_CHARS) : clean;
+export interface ExtractionSettings {
+  /** Threads at most; they start on demand and stop after a minute idle. */
+  threads: number;
+  /** Past this an extraction is stopped (its thread is terminated) and the file fails. */
+  timeoutMs: number;
 }
 
-const reason = (error: unknown) => (error instanceof Error ? error.message : String(error)).slice(0, 300);
+let settings: ExtractionSettings = {
+  threads: Math.min(2, os.availableParallelism()),
+  timeoutMs: 120_000,
+};
+let pool: Piscina<ExtractionTask, ExtractionOutcome> | undefined;
 
-async function pdfText(bytes: Buffer): Promise<string> {
-  // Loaded on first use: PDF.js is large, and most processes never read a PDF.
-  const { extractText, getDocumentProxy } = await import('unpdf');
-  let document;
-  try {
-    // A copy: PDF.js takes ownership of (detaches) the buffer it is given.
-    document = await getDocumentProxy(new Uint8Array(bytes), { verbosity: 0, isEvalSupported: false });
-  } catch (error) {
-    const name = (error as { name?: string })?.name;
-    if (name === 'PasswordException') throw new ExtractionError('The PDF is password-protected');
-    throw new ExtractionError(`The PDF could not be read: ${reason(error)}`);
-  }
-  try {
-    const { text } = await extractText(document, { mergePages: true });
-    return text;
-  } catch (error) {
-    throw new ExtractionError(`The PDF's text could not be read: ${reason(error)}`);
-  } finally {
-    await document.destroy();
-  }
+/** Sets the pool's bounds (EXTRACTION_THREADS, EXTRACTION_TIMEOUT_S); the pool built next uses them. */
+export function configureTextExtraction(next: Partial<ExtractionSettings>): void {
+  settings = { ...settings, ...next };
 }
 
-async function docxText(bytes: Buffer): Promise<string> {
-  const mammoth = (await import('mammoth')).default;
-  try {
-    return (await mammoth.extractRawText({ buffer: bytes })).value;
-  } catch (error) {
-    throw new ExtractionError(`The DOCX file could not be read: ${reason(error)}`);
-  }
+/**
+ * The thread's module beside this one: `.js` when running compiled (dist/), `.ts` from the source. A
+ * thread inherits the process's `execArgv`, so under `node --import tsx` it loads `.ts` as the process
+ * does; a runner that loads TypeScript another way (vitest) gives the thread tsx's loader explicitly.
+ */
+function workerModule(): { filename: string; execArgv?: string[] } {
+  const fromSource = import.meta.url.endsWith('.ts');
+  const filename = new URL(`./extraction-worker.${fromSource ? 'ts' : 'js'}`, import.meta.url).href;
+  if (!fromSource || process.execArgv.some((arg) => arg.includes('tsx'))) return { filename };
+  return { filename, execArgv: [...process.execArgv, '--import', import.meta.resolve('tsx')] };
 }
 
-function cellText(value: unknown): string {
-  if (value === null || value === undefined) return '';
-  if (value instanceof Date) return value.toISOString().replace('T00:00:00.000Z', '');
-  return String(value);
+async function extractionPool(): Promise<Piscina<ExtractionTask, ExtractionOutcome>> {
+  if (!pool) {
+    const { Piscina } = await import('piscina');
+    pool ??= new Piscina<ExtractionTask, ExtractionOutcome>({
+      ...workerModule(),
+      minThreads: 0,
+      maxThreads: settings.threads,
+      idleTimeout: 60_000,
+    });
+  }
+  return pool;
 }
 
-async function xlsxText(bytes: Buffer): Promise<string> {
-  const readXlsxFile = (await import('read-excel-file/node')).default;
-  let sheets;
-  try {
-    sheets = await readXlsxFile(bytes);
-  } catch (error) {
-    throw new ExtractionError(`The XLSX file could not be read: ${reason(error)}`);
+/** Stops the pool's threads (at shutdown, once jobs have stopped); a later extraction starts a new one. */
+export async function closeTextExtraction(): Promise<void> {
+  const closing = pool;
+  pool = undefined;
+  await closing?.close({ force: true });
+}
+
+/**
+ * As `extractPlainText`, and which thread read the file. Throws `ExtractionError` for a file that is
+ * not readable as its type, larger than the upload limit, or not read within the timeout.
+ */
+export async function runExtraction(
+  contentType: KnowledgeContentType,
+  bytes: Buffer,
+): Promise<{ text: string | null; threadId: number }> {
+  if (bytes.length > MAX_KNOWLEDGE_BYTES) {
+    throw new ExtractionError(`The file is larger than ${MAX_KNOWLEDGE_BYTES} bytes (25 MB)`);
   }
-  // One line per row, cells separated by tabs, each sheet under its name.
-  return sheets
-    .map(({ sheet, data }) => {
-      const rows = data
-        .map((row) => row.map(cellText).join('\t').trimEnd())
-        .filter((line) => line.length > 0);
-      return [`# ${sheet}`, ...rows].join('\n');
-    })
-    .join('\n\n');
+  if (contentType === 'image/png' || contentType === 'image/jpeg') return { text: null, threadId: -1 };
+  const threads = await extractionPool();
+  let outcome: ExtractionOutcome;
+  try {
+    outcome = await threads.run({ contentType, bytes }, { signal: AbortSignal.timeout(settings.timeoutMs) });
+  } catch (error) {
+    const { name, code } = error as { name?: string; code?: string };
+    // The file is what made the thread run out of time or memory; trying it again would end the same way.
+    if (name === 'AbortError' || name === 'TimeoutError') {
+      throw new ExtractionError(`The file's text could not be read within ${settings.timeoutMs / 1000} s`);
+    }
+    if (code === 'ERR_WORKER_OUT_OF_MEMORY') {
+      throw new ExtractionError("The file's text could not be read: it needs too much memory");
+    }
+    throw error;
+  }
+  if (!outcome.ok) throw new ExtractionError(outcome.message);
+  return { text: outcome.text, threadId: outcome.threadId };
 }
 
 /**
@@ -128,15 +148,5 @@ export async function extractPlainText(
   contentType: KnowledgeContentType,
   bytes: Buffer,
 ): Promise<string | null> {
-  switch (contentType) {
-    case 'application/pdf':
-      return tidy(await pdfText(bytes));
-    case 'application/vnd.openxmlformats-officedocument.wordprocessingml.document':
-      return tidy(await docxText(bytes));
-    case 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet':
-      return tidy(await xlsxText(bytes));
-    case 'image/png':
-    case 'image/jpeg':
-      return null;
-  }
+  return (await runExtraction(contentType, bytes)).text;
 }

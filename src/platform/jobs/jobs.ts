@@ -15,6 +15,14 @@ export interface EnqueueOptions {
   retryDelaySeconds?: number;
 }
 
+export interface QueueOptions {
+  /**
+   * How long a fetched job may stay `active` before the queue presumes its worker dead: it is then
+   * failed and retried (if it has retries left). Default 15 minutes.
+   */
+  expireInSeconds?: number;
+}
+
 interface SqlExecutor {
   executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>;
 }
@@ -89,10 +97,19 @@ export class Jobs {
 
   private pollIntervalSeconds = 2;
 
-  /** Declares a queue and (optionally) the function that works it. Call before `startWorkers`. */
-  async define<T extends object>(name: string, handler?: JobHandler<T>): Promise<void> {
+  /**
+   * Declares a queue and (optionally) the function that works it. Call before `startWorkers`. Options
+   * given are written to the queue on every start (pg-boss keeps a queue's first options otherwise), so
+   * a changed setting takes effect for jobs enqueued from then on.
+   */
+  async define<T extends object>(
+    name: string,
+    handler?: JobHandler<T>,
+    options?: QueueOptions,
+  ): Promise<void> {
     if (!this.queues.has(name)) {
-      await this.boss.createQueue(name);
+      await this.boss.createQueue(name, options && { name, ...options });
+      if (options) await this.boss.updateQueue(name, { name, ...options });
       this.queues.add(name);
     }
     if (handler) {

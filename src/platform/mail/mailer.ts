@@ -370,20 +370,41 @@ export interface MailSettings {
   outboxDir: string;
   allowPrivateNetworkTargets: boolean;
   requireTls?: boolean;
+  /** The SMTP exchange's limits (smtpTimeoutsFor: bounded by the send lease). */
+  smtpTimeouts?: SmtpTimeouts;
+}
+
+/** Between the end of an SMTP exchange and the end of its lease: time to record the outcome. */
+const LEASE_MARGIN_MS = 5_000;
+
+/**
+ * The SMTP limits under a lease: a live send must end before its lease does, or a sweep could take it
+ * over. The default lease (300 s) leaves the usual 2 minutes; a lease shorter than 125 s shortens the
+ * whole exchange to the lease minus 5 s.
+ */
+export function smtpTimeoutsFor(leaseSeconds: number): SmtpTimeouts {
+  const totalMs = Math.min(DEFAULT_SMTP_TIMEOUTS.totalMs, leaseSeconds * 1000 - LEASE_MARGIN_MS);
+  return { ...DEFAULT_SMTP_TIMEOUTS, totalMs };
 }
 
 /** The mailer for an account: its own SMTP server, else the operator's `SMTP_URL`, else the outbox. */
 export function mailerFor(accountSmtpUrl: string | null | undefined, settings: MailSettings): Mailer {
   const requireTls = settings.requireTls ?? false;
   if (accountSmtpUrl) {
-    return new SmtpMailer({
-      url: accountSmtpUrl,
-      refusePrivateAddresses: !settings.allowPrivateNetworkTargets,
-      requireTls,
-    });
+    return new SmtpMailer(
+      {
+        url: accountSmtpUrl,
+        refusePrivateAddresses: !settings.allowPrivateNetworkTargets,
+        requireTls,
+      },
+      settings.smtpTimeouts,
+    );
   }
   if (settings.smtpUrl) {
-    return new SmtpMailer({ url: settings.smtpUrl, refusePrivateAddresses: false, requireTls });
+    return new SmtpMailer(
+      { url: settings.smtpUrl, refusePrivateAddresses: false, requireTls },
+      settings.smtpTimeouts,
+    );
   }
   return new OutboxMailer(settings.outboxDir);
 }

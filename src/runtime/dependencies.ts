@@ -1,0 +1,158 @@
+import type { FastifyBaseLogger } from 'fastify';
+import type { Config } from '../config.ts';
+import { resealStoredSecrets } from '../secrets.ts';
+import { withSchemaLock } from '../platform/db/schema-lock.ts';
+import { DiskSpaceGuard, StorageFullError } from '../platform/disk-space.ts';
+import type { AppDeps } from '../platform/http/types.ts';
+import { Jobs } from '../platform/jobs/jobs.ts';
+import { registerJobs } from '../app.ts';
+import { createClients } from '../platform/clients.ts';
+import { openMigratedDatabase, type OpenedDatabase } from '../platform/runtime.ts';
+import { loadKeyring } from '../platform/secrets/keyring.ts';
+import { createObjectStorage } from '../platform/storage/create-storage.ts';
+import { closeTextExtraction, configureTextExtraction } from '../modules/knowledge/text-extraction.ts';
+
+/** What every long-running process builds the same way: the server and `remit worker`. */
+export type ProcessDeps = Omit<AppDeps, 'rateLimiter'> & { diskSpace: DiskSpaceGuard };
+
+export interface ProcessRuntime {
+  deps: ProcessDeps;
+  opened: OpenedDatabase;
+  /**
+   * From here on, job-queue errors and disk-space changes go to `log` (stderr before). Also logs what
+   * the start found worth saying: a key it generated, credentials it sealed again.
+   */
+  useLogger(log: FastifyBaseLogger): void;
+  /**
+   * Declares every queue and schedule (under the schema lock: several processes may start together)
+   * and, in a process that works the queues, starts fetching jobs.
+   */
+  startJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void>;
+  /** After the jobs have stopped: object storage, extraction threads, the database and its lock. */
+  close(): Promise<void>;
+}
+
+/**
+ * Opens everything a Remit process needs, in order: the database (the data directory's lock first on
+ * the embedded engine, then migrations), the key that seals stored credentials, the disk-space guard,
+ * the job queue, object storage. `works`: whether this process fetches jobs (a worker, or a server
+ * with RUN_WORKERS=true); one that does not also runs neither the queue's maintenance nor its cron, so
+ * it only ever enqueues. On a failure, what was opened is closed again.
+ */
+export async function startProcessRuntime(
+  config: Config,
+  options: { command: string; works: boolean },
+): Promise<ProcessRuntime> {
+  const opened = await openMigratedDatabase(config, options.command);
+  const { database } = opened;
+  let jobs: Jobs | undefined;
+  try {
+    // Before anything runs: a missing or wrong key stops the start with a message that says so.
+    const keyring = await loadKeyring(config);
+    const resealed = await resealStoredSecrets(database.db, keyring.box);
+    let log: FastifyBaseLogger | undefined;
+    const diskSpace = new DiskSpaceGuard(config.dataDir, config.minFreeDiskBytes, (low, freeBytes) => {
+      if (!log) process.stderr.write(`disk space ${low ? 'low' : 'ok'}: ${freeBytes} bytes free\n`);
+      else if (low)
+        log.error(
+          { free_bytes: freeBytes, min_free_bytes: config.minFreeDiskBytes },
+          'disk space low: writes are refused (507) and jobs paused until space is freed',
+        );
+      else log.info({ free_bytes: freeBytes }, 'disk space available again: writes and jobs resume');
+    });
+    // Several processes may start together on a fresh database: the job queue's set-up takes turns with
+    // them and with migrations (docs/operations.md).
+    jobs = await withSchemaLock(database, () =>
+      Jobs.start(database, {
+        supervise: options.works,
+        onError: (error) => {
+          if (!log) process.stderr.write(`job queue error: ${String(error)}\n`);
+          // A full disk is logged once by the guard, not once per queue poll.
+          else if (!(error instanceof StorageFullError)) log.error({ err: error }, 'job queue error');
+        },
+        // The queue's own statements write too; with the embedded database they stop while the disk is low.
+        writeGate: async () => {
+          if (await diskSpace.isLow()) throw new StorageFullError(diskSpace.freeBytes);
+        },
+      }),
+    );
+    const objectStorage = await createObjectStorage(config);
+    configureTextExtraction({
+      threads: config.extractionThreads,
+      timeoutMs: config.extractionTimeoutS * 1000,
+    });
+    const deps: ProcessDeps = {
+      config,
+      database,
+      jobs,
+      objectStorage,
+      diskSpace,
+      secrets: keyring.box,
+      clients: createClients(config),
+    };
+    return {
+      deps,
+      opened,
+      useLogger(next) {
+        log = next;
+        if (keyring.generatedFile) {
+          next.warn(
+            { file: keyring.generatedFile, key_id: keyring.box.currentKeyId },
+            'generated the key that encrypts stored credentials; back it up with the data directory ' +
+              '(without it they cannot be read), or set SECRET_KEY',
+          );
+        }
+        if (resealed.billing_secrets + resealed.smtp_urls > 0) {
+          next.info(
+            { ...resealed, key_id: keyring.box.currentKeyId },
+            'stored credentials sealed under the current key',
+          );
+        }
+      },
+      async startJobs(appDeps, jobLog) {
+        await withSchemaLock(database, () => registerJobs(appDeps, jobLog));
+        if (options.works) await appDeps.jobs.startWorkers();
+      },
+      async close() {
+        await objectStorage.close();
+        await closeTextExtraction();
+        await opened.close(); // closes the database and releases the data directory
+      },
+    };
+  } catch (error) {
+    await jobs?.stop(0).catch(() => undefined);
+    await opened.close().catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * SIGTERM and SIGINT run `stop` once; the process then exits 0, or 1 if stopping failed or took longer
+ * than the jobs' grace plus 15 s.
+ */
+export function stopOnSignals(
+  log: FastifyBaseLogger,
+  graceMs: number,
+  stop: (signal: string) => Promise<void>,
+): void {
+  let stopping = false;
+  const onSignal = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    const force = setTimeout(() => {
+      log.error('shutdown took too long; exiting');
+      process.exit(1);
+    }, graceMs + 15_000);
+    force.unref();
+    try {
+      await stop(signal);
+      log.info('stopped');
+      process.exit(0);
+    } catch (error) {
+      log.error({ err: error }, 'shutdown failed');
+      process.exit(1);
+    }
+  };
+  process.on('SIGTERM', () => void onSignal('SIGTERM'));
+  process.on('SIGINT', () => void onSignal('SIGINT'));
+}

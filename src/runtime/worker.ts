@@ -1,0 +1,51 @@
+import { pino, type LoggerOptions } from 'pino';
+import type { Config } from '../config.ts';
+import { DataDirLockedError } from '../platform/db/lock.ts';
+import { MemoryRateLimiter } from '../platform/http/rate-limit.ts';
+import { loggerOptions } from '../platform/logging.ts';
+import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
+
+/**
+ * `remit worker`: works the background job queues and serves no HTTP. It builds what the server builds
+ * (database and migrations, keys, disk-space guard, job queue, object storage), declares the same
+ * queues and schedules, and fetches jobs until SIGTERM or SIGINT; then it fetches no more and gives
+ * the running ones SHUTDOWN_GRACE_S to finish, as the server does. Logs are the server's JSON lines.
+ * Never returns: a signal ends the process, and a failed start throws.
+ */
+export async function runWorker(config: Config): Promise<void> {
+  const log = pino(loggerOptions(config.logLevel) as LoggerOptions);
+  let runtime;
+  try {
+    runtime = await startProcessRuntime(config, { command: 'remit worker', works: true });
+  } catch (error) {
+    if (error instanceof DataDirLockedError) {
+      error.message +=
+        ' With the embedded database one process owns DATA_DIR, and the server already works the ' +
+        'queues itself (RUN_WORKERS=true, the default); separate worker processes need PostgreSQL ' +
+        '(DATABASE_URL).';
+    }
+    throw error;
+  }
+  const { deps } = runtime;
+  runtime.useLogger(log);
+  // The job handlers take the app's dependencies; no job counts requests, so this limiter stays unused.
+  const rateLimiter = new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
+  await runtime.startJobs({ ...deps, rateLimiter }, log);
+
+  stopOnSignals(log, config.shutdownGraceS * 1000, async (signal) => {
+    log.info({ signal }, 'worker stopping: no new jobs, finishing running ones');
+    await deps.jobs.stop(config.shutdownGraceS * 1000);
+    await rateLimiter.close();
+    await runtime.close();
+  });
+  log.info(
+    {
+      engine: deps.database.kind,
+      data_dir: config.databaseUrl ? undefined : config.dataDir,
+      migrations: runtime.opened.appliedMigrations,
+    },
+    'worker ready: working the job queues',
+  );
+  // Until a signal ends the process.
+  await new Promise<never>(() => undefined);
+}
