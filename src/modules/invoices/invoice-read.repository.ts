@@ -29,7 +29,10 @@ interface InvoiceReadRow {
 }
 
 // The invoice and every relation of interface 2.11 in one statement: one round trip, planned once per
-// connection (GET /api/invoices/{uid} is the hot read of the invoice screens).
+// connection (GET /api/invoices/{uid} is the hot read of the invoice screens). Each relation comes in
+// the order invoices.repository.ts reads it for loadInvoiceViews (lines by position, integrations by
+// creation, assignees by user uid, comments by creation), so both paths answer the same bytes. The
+// statement's name carries a version: change the text, change the name.
 const READ_INVOICE = `
 select to_json(i) as invoice,
   (select coalesce(json_agg(l order by l.position, l.uid), '[]') from invoice_line_items l
@@ -40,9 +43,9 @@ select to_json(i) as invoice,
             (select to_json(c) from party_contacts c where c.organization_uid = p.organization_uid and c.party_uid = p.uid))), '[]')
      from parties p
     where p.organization_uid = i.organization_uid and p.uid in (i.client_party_uid, i.service_provider_party_uid)) as parties,
-  (select coalesce(json_agg(x order by x.created_at), '[]') from invoice_integrations x
+  (select coalesce(json_agg(x order by x.created_at, x.uid), '[]') from invoice_integrations x
     where x.organization_uid = i.organization_uid and x.entity_uid = i.uid) as integrations,
-  (select coalesce(json_agg(a.user_uid), '[]') from invoice_assignees a
+  (select coalesce(json_agg(a.user_uid order by a.user_uid), '[]') from invoice_assignees a
     where a.organization_uid = i.organization_uid and a.invoice_uid = i.uid) as assignees,
   (select coalesce(json_agg(json_build_object('comment', to_json(cm), 'actor', json_build_object(
             'id', u.id, 'fullName', u.full_name, 'avatarUrl', u.avatar_url, 'email', u.email))
@@ -62,7 +65,7 @@ export async function readInvoiceView(
   uid: string,
 ): Promise<{ view: InvoiceView; row: InvoiceRow; assigneeUids: string[] } | undefined> {
   if (organizationUids.length === 0) return undefined;
-  const [row] = await preparedQuery<InvoiceReadRow>(database, 'remit_read_invoice_v2', READ_INVOICE, [
+  const [row] = await preparedQuery<InvoiceReadRow>(database, 'remit_read_invoice_v3', READ_INVOICE, [
     organizationUids,
     uid,
   ]);

@@ -70,6 +70,7 @@ export async function replaceAssignees(
 
 export async function listAssignees(db: DbOrTx, organizationUid: string, invoiceUids: string[]) {
   if (invoiceUids.length === 0) return [];
+  // In a fixed order (the primary key's), the one the one-statement read uses (invoice-read.repository.ts).
   return db
     .select({ invoiceUid: invoiceAssignees.invoiceUid, userUid: invoiceAssignees.userUid })
     .from(invoiceAssignees)
@@ -78,7 +79,8 @@ export async function listAssignees(db: DbOrTx, organizationUid: string, invoice
         eq(invoiceAssignees.organizationUid, organizationUid),
         inArray(invoiceAssignees.invoiceUid, invoiceUids),
       ),
-    );
+    )
+    .orderBy(asc(invoiceAssignees.invoiceUid), asc(invoiceAssignees.userUid));
 }
 
 export async function insertLineItems(
@@ -238,7 +240,7 @@ export async function listIntegrations(
         inArray(invoiceIntegrations.entityUid, invoiceUids),
       ),
     )
-    .orderBy(asc(invoiceIntegrations.createdAt));
+    .orderBy(asc(invoiceIntegrations.createdAt), asc(invoiceIntegrations.uid));
 }
 
 export async function upsertIntegration(
