@@ -1,8 +1,8 @@
-import crypto from 'node:crypto';
 /**
- * `npm run bench`: starts Remit (PGlite and PostgreSQL) and two reference servers as child processes
- * pinned to CPU 0, drives them with autocannon from this process (pinned to CPU 1), prints a table and
- * writes bench/results/<timestamp>.json. See bench/README.md.
+ * `npm run bench`: builds Remit if stale, starts it compiled (PGlite and PostgreSQL) and two reference
+ * servers as child processes pinned to CPU 0, drives them with autocannon from this process (pinned to
+ * CPU 1), times Remit's start and reads its memory, prints a table and writes
+ * bench/results/<timestamp>.json. See bench/README.md.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -53,6 +53,24 @@ import {
   type TargetResult,
 } from './lib/report.ts';
 import {
+  buildRemit,
+  childEnv,
+  initRemit,
+  REMIT_CLI_ARGS,
+  REMIT_ENV,
+  REMIT_SERVER_ARGS,
+  REMIT_SERVER_COMMAND,
+  repoRoot,
+  type InitResult,
+} from './lib/remit.ts';
+import {
+  runStartup,
+  STARTUP_GROUP,
+  STARTUP_ITEMS,
+  type StartupId,
+  type StartupResults,
+} from './lib/startup.ts';
+import {
   allScenarios,
   bareReferences,
   DEFAULT_INVOICE_SIZES,
@@ -76,7 +94,6 @@ import {
   type SearchOrganization,
 } from './scenarios.ts';
 
-const repoRoot = path.resolve(import.meta.dirname, '..');
 const resultsDir = path.join(import.meta.dirname, 'results');
 
 // ---------------------------------------------------------------------------------------------------
@@ -105,6 +122,12 @@ interface Settings extends LoadSettings {
   searchPgliteSize: number;
   searchPgliteOtherRows: number;
   scenarios: Scenario[];
+  /** The startup group's measurements selected (BENCH_SCENARIOS, BENCH_ENGINES). */
+  startup: StartupId[];
+  startupRuns: number;
+  startupFreshRuns: number;
+  /** Requests in all at each RSS reading of the rss-growth measurements. */
+  rssRequests: number[];
 }
 
 /** BENCH_INVOICE_SIZES (or another list of sizes): "10000,100000" or "10k,100k,1m". */
@@ -122,8 +145,11 @@ function sizesFromEnv(name: string, fallback: number[]): number[] {
   return [...new Set(sizes)].sort((a, b) => a - b);
 }
 
-/** A BENCH_SCENARIOS entry: a scenario id, a group ("me", "invoices") or an id pattern with `*`. */
-function selects(pattern: string, scenario: Scenario): boolean {
+/**
+ * A BENCH_SCENARIOS entry: a scenario id, a group ("me", "invoices", "startup") or an id pattern with
+ * `*`; the startup group's measurements are selected the same way.
+ */
+function selects(pattern: string, scenario: { id: string; group: string }): boolean {
   if (pattern === scenario.id || pattern === scenario.group) return true;
   if (!pattern.includes('*')) return false;
   const regex = pattern
@@ -159,8 +185,8 @@ function loadSettings(): Settings {
     }
   }
   for (const pattern of onlyIds ?? []) {
-    if (!known.some((s) => selects(pattern, s))) {
-      const groups = [...new Set(known.map((s) => s.group))];
+    if (![...known, ...STARTUP_ITEMS].some((s) => selects(pattern, s))) {
+      const groups = [...new Set([...known.map((s) => s.group), STARTUP_GROUP])];
       throw new BenchError(
         `BENCH_SCENARIOS: "${pattern}" selects nothing (groups: ${groups.join(', ')}; ids such as ${known
           .slice(0, 4)
@@ -174,11 +200,24 @@ function loadSettings(): Settings {
       (!onlyIds || onlyIds.some((pattern) => selects(pattern, s))) &&
       (!onlyEngines || onlyEngines.includes(s.engine)),
   );
-  if (scenarios.length === 0) throw new BenchError('no scenario selected');
+  const startup = STARTUP_ITEMS.filter(
+    (item) =>
+      (!onlyIds || onlyIds.some((pattern) => selects(pattern, item))) &&
+      (!onlyEngines || onlyEngines.includes(item.engine)),
+  ).map((item) => item.id);
+  if (scenarios.length === 0 && startup.length === 0) throw new BenchError('no scenario selected');
+  const connections = intFromEnv('BENCH_CONNECTIONS', 10, 1);
+  const rssRequests = sizesFromEnv('BENCH_RSS_REQUESTS', [20_000, 200_000]);
+  if (rssRequests.length < 2 || rssRequests[0]! < connections) {
+    throw new BenchError(
+      `BENCH_RSS_REQUESTS: two or more totals (e.g. 20k,200k), the first ≥ BENCH_CONNECTIONS (${connections})`,
+    );
+  }
+  const startupRuns = intFromEnv('BENCH_STARTUP_RUNS', 5, 1);
   return {
     durationS: intFromEnv('BENCH_DURATION_S', 10, 1),
     warmupS: intFromEnv('BENCH_WARMUP_S', 3, 0),
-    connections: intFromEnv('BENCH_CONNECTIONS', 10, 1),
+    connections,
     pipelining: 1,
     startTimeoutMs: intFromEnv('BENCH_START_TIMEOUT_S', 120, 1) * 1000,
     adminUrl: process.env.BENCH_DATABASE_URL?.trim() || DEFAULT_ADMIN_URL,
@@ -188,6 +227,11 @@ function loadSettings(): Settings {
     searchPgliteSize,
     searchPgliteOtherRows,
     scenarios,
+    startup,
+    startupRuns,
+    // A fresh data directory costs several seconds a start: at most 3 unless asked for more.
+    startupFreshRuns: intFromEnv('BENCH_STARTUP_FRESH_RUNS', Math.min(3, startupRuns), 1),
+    rssRequests,
   };
 }
 
@@ -230,34 +274,19 @@ async function reexecPinned(pinning: Pinning): Promise<number> {
 
 const log = (message: string) => process.stderr.write(`${message}\n`);
 
-/** Remit and the CLI get these; everything else in our environment passes through (e.g. DATABASE_POOL_SIZE). */
-const REMIT_ENV: Record<string, string> = {
-  HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
-  RATE_LIMIT_MAX: '100000000',
-  RUN_WORKERS: 'false',
-  // Required with DATABASE_URL (docs/security.md#secrets-at-rest); a throwaway key for a throwaway database.
-  SECRET_KEY: process.env.SECRET_KEY || crypto.randomBytes(32).toString('base64'),
-};
-
-function childEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  // Never inherited: the bench decides the database, and rate limiting stays in memory.
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'REDIS_URL', 'PORT', 'PUBLIC_BASE_URL', 'BENCH_PINNED']) {
-    delete env[name];
-  }
-  return { ...env, ...extra };
-}
-
 interface Server {
   name: string;
   child: Child;
   baseUrl: string;
 }
 
+/** `node` arguments that run one of the bench's own TypeScript files (the reference servers). */
+const tsx = (script: string) => ['--import', 'tsx', script];
+
+/** `args`: of `node`, e.g. REMIT_SERVER_ARGS or `tsx(script)`. */
 async function startServer(
   name: string,
-  script: string,
+  args: string[],
   env: Record<string, string>,
   pinning: Pinning,
   settings: Settings,
@@ -267,7 +296,7 @@ async function startServer(
   const child = spawnChild({
     name,
     command: process.execPath,
-    args: ['--import', 'tsx', script],
+    args,
     cwd: repoRoot,
     env: childEnv({ ...env, PORT: String(port), HOST: '127.0.0.1' }),
     cpu: pinning.enabled ? pinning.serverCpu : undefined,
@@ -302,42 +331,6 @@ function assertAlive(server: Server) {
       `${server.name} died during the run (${exit.signal ?? `exit ${String(exit.code)}`})\n${indent(server.child.output())}`,
     );
   }
-}
-
-interface InitResult {
-  organization_uid: string;
-  user_uid: string;
-  api_key: string;
-}
-
-async function initRemit(
-  engine: Engine,
-  dbEnv: Record<string, string>,
-  organization = 'Bench',
-  email = 'bench@example.test',
-): Promise<InitResult> {
-  const stdout = await runToCompletion({
-    name: `remit init ${organization} (${engine})`,
-    command: process.execPath,
-    args: ['--import', 'tsx', 'src/cli.ts', 'init', '--org', organization, '--email', email, '--json'],
-    cwd: repoRoot,
-    env: childEnv({ ...REMIT_ENV, ...dbEnv }),
-  });
-  const line = stdout.trim().split('\n').pop() ?? '';
-  let parsed: Partial<InitResult>;
-  try {
-    parsed = JSON.parse(line) as Partial<InitResult>;
-  } catch {
-    throw new BenchError(`remit init (${engine}) printed no JSON: ${line.slice(0, 200)}`);
-  }
-  if (
-    typeof parsed.api_key !== 'string' ||
-    typeof parsed.organization_uid !== 'string' ||
-    typeof parsed.user_uid !== 'string'
-  ) {
-    throw new BenchError(`remit init (${engine}) printed unexpected JSON: ${line.slice(0, 200)}`);
-  }
-  return { api_key: parsed.api_key, organization_uid: parsed.organization_uid, user_uid: parsed.user_uid };
 }
 
 function remitContext(
@@ -493,9 +486,7 @@ async function runSeed(
       name: `remit seed (${organizationUid}, ${options.invoices} invoices)`,
       command: process.execPath,
       args: [
-        '--import',
-        'tsx',
-        'src/cli.ts',
+        ...REMIT_CLI_ARGS,
         'seed',
         '--org',
         organizationUid,
@@ -629,6 +620,23 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   const tmp = await mkdtemp(path.join(os.tmpdir(), 'remit-bench-'));
   onCleanup(`remove ${tmp}`, () => rm(tmp, { recursive: true, force: true }));
 
+  // Start and footprint first: alone on the machine, before the load scenarios' long runs.
+  let startup: StartupResults | null = null;
+  if (settings.startup.length > 0) {
+    startup = await runStartup({
+      selected: settings.startup,
+      runs: settings.startupRuns,
+      freshRuns: settings.startupFreshRuns,
+      rssRequests: settings.rssRequests,
+      connections: settings.connections,
+      pinning,
+      startTimeoutMs: settings.startTimeoutMs,
+      adminUrl: settings.adminUrl,
+      tmp,
+      log,
+    });
+  }
+
   let database: ThrowawayDatabase | undefined;
   const needsPostgres =
     engines.includes('postgres') || oneReadIds.some((id) => oneReadReferences[id].engine === 'postgres');
@@ -690,7 +698,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
 
     const remit = await startServer(
       `Remit (${engine})`,
-      'src/server.ts',
+      REMIT_SERVER_ARGS,
       { ...REMIT_ENV, ...dbEnv },
       pinning,
       settings,
@@ -787,7 +795,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
         engine === 'postgres' ? { ENGINE: 'postgres', DATABASE_URL: database!.url } : { ENGINE: 'pglite' };
       const server = await startServer(
         `one-read reference (${engine})`,
-        'bench/servers/one-read.ts',
+        tsx('bench/servers/one-read.ts'),
         env,
         pinning,
         settings,
@@ -819,7 +827,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
     if (!source) throw new BenchError(`${id}: no response was captured`);
     const server = await startServer(
       `bare reference ${id}`,
-      'bench/servers/bare-http.ts',
+      tsx('bench/servers/bare-http.ts'),
       { BODY_FILE: source.file },
       pinning,
       settings,
@@ -874,12 +882,12 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   });
 
   return {
-    format: 3,
+    format: 4,
     started_at: startedAt,
     finished_at: new Date().toISOString(),
     git: gitState(repoRoot),
     machine: describeMachine({
-      postgres: database?.versionString ?? null,
+      postgres: database?.versionString ?? startup?.postgres_version ?? null,
       pglitePostgres,
       loadAverageAtStart,
     }),
@@ -895,13 +903,17 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
         note: pinning.note ?? null,
         load_process_cpus: allowedCpus() ?? null,
       },
-      postgres_admin_url: needsPostgres ? redactUrl(settings.adminUrl) : null,
+      postgres_admin_url: needsPostgres || startup?.postgres_version ? redactUrl(settings.adminUrl) : null,
+      remit_server_command: REMIT_SERVER_COMMAND,
       remit_env: REMIT_ENV,
       invoice_sizes: settings.invoiceSizes,
       search_sizes: settings.searchSizes,
       search_other_rows: settings.searchOtherRows,
       search_pglite_size: settings.searchPgliteSize,
       search_pglite_other_rows: settings.searchPgliteOtherRows,
+      startup_runs: settings.startupRuns,
+      startup_fresh_runs: settings.startupFreshRuns,
+      rss_requests: settings.rssRequests,
     },
     references: referenceResults,
     scenarios: scenariosOut,
@@ -910,7 +922,8 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
     invoice_plans: plans,
     search_seeding: searchSeeding,
     search_plans: searchPlans,
-    ok: scenariosOut.every((s) => s.figures !== null),
+    startup,
+    ok: scenariosOut.every((s) => s.figures !== null) && (startup?.ok ?? true),
   };
 }
 
@@ -996,6 +1009,8 @@ function scenarioResult(
 async function main(): Promise<number> {
   const settings = loadSettings();
   const pinning = detectPinning();
+  // Remit runs compiled: build it once, before the pinned run (on every core) if there is one.
+  if (process.env.BENCH_PINNED !== '1') buildRemit(log);
   if (pinning.enabled && process.env.BENCH_PINNED !== '1') return reexecPinned(pinning);
   if (!pinning.enabled)
     log(`bench: running UNPINNED (${pinning.note ?? 'pinning off'}); figures are noisier`);

@@ -64,11 +64,14 @@ class Latencies {
   }
 }
 
+/** How long a run lasts: seconds, or a number of requests (autocannon's `amount`). */
+type RunLength = { durationS: number } | { amount: number };
+
 async function fire(
   baseUrl: string,
   request: RequestSpec,
   settings: LoadSettings,
-  durationS: number,
+  length: RunLength,
   latencies?: Latencies,
 ): Promise<autocannon.Result> {
   const options: autocannon.Options = {
@@ -77,8 +80,8 @@ async function fire(
     headers: request.headers ?? {},
     connections: settings.connections,
     pipelining: settings.pipelining,
-    duration: durationS,
     timeout: 10,
+    ...('amount' in length ? { amount: length.amount } : { duration: length.durationS }),
   };
   if (request.body !== undefined) options.body = request.body;
   // The instance is stopped if the bench is interrupted mid-run.
@@ -133,10 +136,30 @@ export async function measure(
   serverPid: number | undefined,
   postgresDatabase?: string,
 ): Promise<Figures> {
-  if (settings.warmupS > 0) await fire(baseUrl, request, settings, settings.warmupS);
+  if (settings.warmupS > 0) await fire(baseUrl, request, settings, { durationS: settings.warmupS });
   const latencies = new Latencies();
   const sampler = cpuSampler(serverPid, postgresDatabase);
-  const result = await fire(baseUrl, request, settings, settings.durationS, latencies);
+  const result = await fire(baseUrl, request, settings, { durationS: settings.durationS }, latencies);
+  return toFigures(result, latencies, sampler.stop());
+}
+
+/** Exactly `amount` requests (autocannon's `amount`), no warm-up: e.g. to read memory after N requests. */
+export async function measureAmount(
+  baseUrl: string,
+  request: RequestSpec,
+  settings: Pick<LoadSettings, 'connections' | 'pipelining'>,
+  amount: number,
+  serverPid: number | undefined,
+): Promise<Figures> {
+  const latencies = new Latencies();
+  const sampler = cpuSampler(serverPid);
+  const result = await fire(
+    baseUrl,
+    request,
+    { ...settings, durationS: 0, warmupS: 0 },
+    { amount },
+    latencies,
+  );
   return toFigures(result, latencies, sampler.stop());
 }
 

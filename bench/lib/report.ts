@@ -4,6 +4,7 @@ import type { Checked, Engine, ReferenceKind, SearchDataset } from '../scenarios
 import type { PlanCapture } from './explain.ts';
 import type { SearchPlanCapture } from './search-explain.ts';
 import type { Figures, HttpMethod } from './load.ts';
+import type { RssGrowthMeasurement, StartMeasurement, StartupResults, StartupTarget } from './startup.ts';
 
 export interface MeasuredBase {
   id: string;
@@ -116,8 +117,9 @@ export interface BenchResults {
   /**
    * 2: scenarios with connections, datasets, latency targets; seeding, scaling and plans.
    * 3: adds the search scenarios (`search_dataset`, `search_seeding`, `search_plans`, search sizes).
+   * 4: Remit runs compiled (`remit_server_command`); adds the startup group (`startup`, its settings).
    */
-  format: 3;
+  format: 4;
   started_at: string;
   finished_at: string;
   git: { commit: string | null; dirty: boolean | null };
@@ -136,6 +138,8 @@ export interface BenchResults {
       load_process_cpus: string | null;
     };
     postgres_admin_url: string | null;
+    /** How Remit's server was started (the CLI: `node dist/cli.js`). */
+    remit_server_command: string;
     remit_env: Record<string, string>;
     /** Dataset sizes of the invoice scenarios (BENCH_INVOICE_SIZES). */
     invoice_sizes: number[];
@@ -145,6 +149,10 @@ export interface BenchResults {
     search_other_rows: number;
     search_pglite_size: number;
     search_pglite_other_rows: number;
+    /** BENCH_STARTUP_RUNS, BENCH_STARTUP_FRESH_RUNS, BENCH_RSS_REQUESTS. */
+    startup_runs: number;
+    startup_fresh_runs: number;
+    rss_requests: number[];
   };
   references: ReferenceResult[];
   scenarios: ScenarioResult[];
@@ -155,6 +163,8 @@ export interface BenchResults {
   search_seeding: SearchSeedStep[];
   /** EXPLAIN (ANALYZE, BUFFERS) of the search statements at the largest PostgreSQL size. */
   search_plans: SearchPlanCapture | null;
+  /** Start and footprint (group `startup`), or null when not selected. */
+  startup: StartupResults | null;
   ok: boolean;
 }
 
@@ -273,10 +283,15 @@ export function renderTable(results: BenchResults): string {
     ...(mainTable.length > 0 ? [''] : []),
     ...invoiceSection(results),
     ...searchSection(results),
-    'srv / pg / gen cpu: CPU time of the server / of the bench database’s PostgreSQL backends / of the load',
-    'generator (this process) ÷ wall time; others: every other use of the cores (other processes, interrupts);',
-    'cores busy: each core overall (cpu0 / cpu1), whoever used it.',
-    '',
+    ...startupSection(results),
+    ...(results.references.length + results.scenarios.length > 0
+      ? [
+          'srv / pg / gen cpu: CPU time of the server / of the bench database’s PostgreSQL backends / of the load',
+          'generator (this process) ÷ wall time; others: every other use of the cores (other processes, interrupts);',
+          'cores busy: each core overall (cpu0 / cpu1), whoever used it.',
+          '',
+        ]
+      : []),
     ...contentionWarning(results),
     'Targets (informational):',
     ...targetLines(results),
@@ -440,8 +455,126 @@ function searchSection(results: BenchResults): string[] {
   ];
 }
 
+const MIB = 2 ** 20;
+const mib = (bytes: number | null) => (bytes === null ? '?' : (bytes / MIB).toFixed(1));
+const seconds = (ms: number) => (ms / 1000).toFixed(2);
+
+/** "PASS ≤ 1.00 s", "FAIL ≤ 150 MiB", "PASS ≤ 15 %" (empty without a target). */
+function targetCell(t: StartupTarget | undefined): string {
+  if (!t) return '';
+  const limit =
+    t.what === 'ready_ms' ? `${seconds(t.max)} s` : t.what === 'idle_rss_mib' ? `${t.max} MiB` : `${t.max} %`;
+  return `${t.pass ? 'PASS' : 'FAIL'} ≤ ${limit}`;
+}
+
+/** Start and footprint: one line per start measurement, one per RSS-growth measurement. */
+function startupSection(results: BenchResults): string[] {
+  const startup = results.startup;
+  if (!startup || startup.measurements.length === 0) return [];
+  const starts = startup.measurements.filter((m): m is StartMeasurement => m.kind === 'start');
+  const growth = startup.measurements.filter((m): m is RssGrowthMeasurement => m.kind === 'rss-growth');
+  const targetOf = (m: { targets: StartupTarget[] }, what: StartupTarget['what']) =>
+    m.targets.find((t) => t.what === what);
+  const out = [
+    `Start and footprint (${startup.server_command}; spawn → first 200 from GET /healthz, then VmRSS of the`,
+    `server process once idle; median / max of the runs, targets judged on the median; MiB = 2^20 bytes):`,
+    '',
+  ];
+  if (starts.length > 0) {
+    type Line = { m: StartMeasurement };
+    const columns: Column<Line>[] = [
+      { title: 'measurement', right: false, cell: (l) => l.m.id },
+      { title: 'engine', right: false, cell: (l) => l.m.engine },
+      { title: 'runs', right: true, cell: (l) => String(l.m.runs.length) },
+      {
+        title: 'ready s (median / max)',
+        right: true,
+        cell: (l) => (l.m.ready_ms ? `${seconds(l.m.ready_ms.median)} / ${seconds(l.m.ready_ms.max)}` : '–'),
+      },
+      { title: 'ready target', right: false, cell: (l) => targetCell(targetOf(l.m, 'ready_ms')) },
+      {
+        title: 'idle RSS MiB (median / max)',
+        right: true,
+        cell: (l) =>
+          l.m.idle_rss_mib
+            ? `${l.m.idle_rss_mib.median.toFixed(1)} / ${l.m.idle_rss_mib.max.toFixed(1)}`
+            : '–',
+      },
+      { title: 'RSS target', right: false, cell: (l) => targetCell(targetOf(l.m, 'idle_rss_mib')) },
+    ];
+    out.push(
+      ...table(
+        columns,
+        starts.map((m) =>
+          m.error && m.runs.length === 0
+            ? { failed: [m.id, m.engine, `FAILED: ${m.error}`] }
+            : { line: { m } },
+        ),
+      ),
+    );
+    for (const m of starts.filter((s) => s.error && s.runs.length > 0)) {
+      out.push(`  ${m.id}: FAILED after ${m.runs.length} run(s): ${m.error}`);
+    }
+    out.push('');
+  }
+  if (growth.length > 0) {
+    type Line = { m: RssGrowthMeasurement };
+    const totals = startup.rss_requests;
+    const columns: Column<Line>[] = [
+      { title: 'measurement', right: false, cell: (l) => l.m.id },
+      { title: 'engine', right: false, cell: (l) => l.m.engine },
+      { title: 'clients', right: true, cell: (l) => String(l.m.connections) },
+      { title: 'idle MiB', right: true, cell: (l) => mib(l.m.idle_rss_bytes) },
+      ...totals.map((total) => ({
+        title: `after ${number(total)}`,
+        right: true,
+        cell: (l: Line) => {
+          const step = l.m.steps.find((s) => s.requests === total);
+          return step ? mib(step.rss_bytes) : '–';
+        },
+      })),
+      {
+        title: 'growth',
+        right: true,
+        cell: (l) => (l.m.growth_percent === null ? '–' : `${l.m.growth_percent.toFixed(1)} %`),
+      },
+      { title: 'target', right: false, cell: (l) => targetCell(targetOf(l.m, 'rss_growth_percent')) },
+      { title: 'peak MiB', right: true, cell: (l) => mib(l.m.peak_rss_bytes) },
+      {
+        title: 'req/s',
+        right: true,
+        cell: (l) =>
+          l.m.steps.length === 0 ? '–' : l.m.steps.map((s) => number(s.figures.requests_per_s)).join(' / '),
+      },
+    ];
+    out.push(
+      ...table(
+        columns,
+        growth.map((m) => (m.error ? { failed: [m.id, m.engine, `FAILED: ${m.error}`] } : { line: { m } })),
+      ),
+      '',
+    );
+  }
+  return out;
+}
+
 function targetLines(results: BenchResults): string[] {
   const targets: string[] = [];
+  for (const m of results.startup?.measurements ?? []) {
+    for (const t of m.targets) {
+      const value =
+        t.value === null
+          ? '–'
+          : t.what === 'ready_ms'
+            ? `ready in ${seconds(t.value)} s`
+            : t.what === 'idle_rss_mib'
+              ? `idle RSS ${t.value.toFixed(1)} MiB`
+              : `RSS ${t.value >= 0 ? '+' : ''}${t.value.toFixed(1)} % from ${number(results.startup!.rss_requests[0]!)} to ${number(results.startup!.rss_requests.at(-1)!)} requests`;
+      targets.push(
+        `  ${t.pass ? 'PASS' : 'FAIL'}  ${m.id}: ${value}${m.kind === 'start' ? `, median of ${m.runs.length}` : ''} (target ${targetCell(t).slice(5)})`,
+      );
+    }
+  }
   for (const s of results.scenarios) {
     for (const t of s.targets) {
       targets.push(
