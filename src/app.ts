@@ -44,6 +44,9 @@ import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
 import { loggerOptions } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
+import { NO_METRICS } from './platform/observability/metrics.ts';
+import { metricsRoute } from './platform/observability/metrics.routes.ts';
+import { setHttpRoute, tracingActive } from './platform/observability/tracing.ts';
 
 type ValidatorFactory = NonNullable<
   NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']>['buildValidator']
@@ -91,6 +94,23 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   // First of all hooks: nothing a request runs may reach the database outside its role.
   registerDbRole(app);
+
+  // Requests are counted and named by route template (`/api/invoices/:uid`), never by raw URL: one
+  // series per route, whatever ids the paths carry (docs/observability.md).
+  const metrics = deps.metrics ?? NO_METRICS;
+  if (metrics.enabled) {
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    });
+  }
+  if (tracingActive()) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.routeOptions.url) setHttpRoute(request.routeOptions.url);
+      done();
+    });
+  }
 
   // Every route as registered, so a test can prove the OpenAPI document leaves none out.
   const routeList: { method: string; url: string }[] = [];
@@ -217,6 +237,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   await documentRoutes(app, deps);
   await organizationSettingsRoutes(app, deps);
   await storageRoutes(app, deps);
+  // With a metrics port of its own, the API's port does not serve them (server.ts starts that one).
+  const { token, port } = deps.config.metrics;
+  if (metrics.enabled && token !== undefined && port === undefined) metricsRoute(app, metrics, token);
 
   return app;
 }

@@ -1,3 +1,5 @@
+// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing must hook `http` and `pg` before they load.
+import './platform/observability/tracing-preload.ts';
 import { buildApp } from './app.ts';
 import { loadKeyring } from './platform/secrets/keyring.ts';
 import { SecretKeyError } from './platform/secrets/secret-box.ts';
@@ -11,6 +13,9 @@ import { registerJobs } from './platform/jobs/registry.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { openMigratedDatabase } from './platform/runtime.ts';
 import { createObjectStorage } from './platform/storage/create-storage.ts';
+import { createMetrics } from './platform/observability/metrics.ts';
+import { startMetricsServer, type MetricsServer } from './platform/observability/metrics.routes.ts';
+import { shutdownTracing } from './platform/observability/tracing.ts';
 
 async function main() {
   const config = loadConfig();
@@ -19,6 +24,7 @@ async function main() {
   // Before anything serves: a missing or wrong key stops the start with a message that says so.
   const keyring = await loadKeyring(config);
   const resealed = await resealStoredSecrets(database.db, keyring.box);
+  const metrics = await createMetrics(config.metrics, database);
   let onJobError = (error: unknown): void => {
     process.stderr.write(`job queue error: ${String(error)}\n`);
   };
@@ -32,6 +38,7 @@ async function main() {
   );
   const jobs = await withSchemaLock(database, () =>
     Jobs.start(database, {
+      metrics,
       onError: (error) => onJobError(error),
       // The queue's own statements write too; with the embedded database they stop while the disk is low.
       writeGate: async () => {
@@ -48,8 +55,17 @@ async function main() {
     windowS: config.rateLimitWindowS,
     onStateChange: (state, reason) => logRateLimitStore(state, reason),
   });
-  const objectStorage = await createObjectStorage(config);
-  const deps = { config, database, jobs, rateLimiter, objectStorage, diskSpace, secrets: keyring.box };
+  const objectStorage = await createObjectStorage(config, metrics);
+  const deps = {
+    config,
+    database,
+    jobs,
+    rateLimiter,
+    objectStorage,
+    diskSpace,
+    secrets: keyring.box,
+    metrics,
+  };
   const app = await buildApp(deps);
   if (keyring.generatedFile) {
     app.log.warn(
@@ -82,6 +98,7 @@ async function main() {
   await withSchemaLock(database, () => registerJobs(deps, app.log));
   if (config.runWorkers) await jobs.startWorkers();
 
+  let metricsServer: MetricsServer | undefined;
   let closing = false;
   const shutdown = async (signal: string) => {
     if (closing) return;
@@ -101,6 +118,8 @@ async function main() {
       await rateLimiter.close();
       await objectStorage.close();
       await opened.close(); // closes the database and releases the data directory
+      await metricsServer?.close();
+      await shutdownTracing(); // sends the spans still buffered
       app.log.info('stopped');
       process.exit(0);
     } catch (error) {
@@ -112,6 +131,18 @@ async function main() {
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
   await app.listen({ port: config.port, host: config.host });
+  if (config.metrics.port !== undefined) {
+    const { port, host, token } = config.metrics;
+    metricsServer = await startMetricsServer(metrics, { port, host, token });
+    app.log.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
+  }
+  if (config.tracing) {
+    app.log.info(
+      { url: config.tracing.url, service: config.tracing.serviceName },
+      'tracing: spans sent over OTLP/HTTP',
+    );
+    if (config.tracing.protocolNote) app.log.warn(config.tracing.protocolNote);
+  }
   app.log.info(
     {
       engine: database.kind,

@@ -21,7 +21,7 @@ import * as service from './agents.service.ts';
 
 export async function agentRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const chat = createChatClient(deps.config.chat);
+  const chat = createChatClient(deps.config.chat, deps.metrics);
   app.addSchema(Agent);
   const tags = ['Agents'];
 

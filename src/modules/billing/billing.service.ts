@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import { and, eq, lt, sql } from 'drizzle-orm';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { Metrics } from '../../platform/observability/metrics.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
@@ -16,6 +17,8 @@ export interface BillingOptions {
   timeoutMs: number;
   /** Opens the integration's signing secret, sealed at rest. */
   secrets: SecretBox;
+  /** Times each partner call (docs/observability.md). */
+  metrics?: Metrics | undefined;
 }
 
 /** What an organization's sealed billing secret is bound to. */
@@ -234,6 +237,7 @@ async function callPartner(
       body,
       timeoutMs: options.timeoutMs,
       allowPrivate: options.allowPrivateNetworkTargets,
+      metrics: options.metrics,
     });
     return response;
   } catch (error) {

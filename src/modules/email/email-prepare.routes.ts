@@ -22,7 +22,7 @@ import { prepareEmail } from './email-prepare.service.ts';
 export async function emailPrepareRoutes(
   app: App,
   deps: AppDeps,
-  generator: TextGenerator = createTextGenerator(deps.config.llm),
+  generator: TextGenerator = createTextGenerator(deps.config.llm, deps.metrics),
 ) {
   const { db } = deps.database;
   const tags = ['Email'];

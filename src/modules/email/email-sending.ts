@@ -5,6 +5,7 @@ import { buffer } from 'node:stream/consumers';
 import type { Config } from '../../config.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
+import type { Metrics } from '../../platform/observability/metrics.ts';
 import {
   MailerError,
   mailerFor,
@@ -57,12 +58,13 @@ export interface EmailSendingDeps {
 
 export const DEFAULT_LEASE_SECONDS = 300;
 
-export function mailersFromConfig(config: Config, secrets: SecretBox): Mailers {
+export function mailersFromConfig(config: Config, secrets: SecretBox, metrics?: Metrics): Mailers {
   const settings = {
     smtpUrl: config.smtpUrl,
     outboxDir: path.join(config.dataDir, 'outbox'),
     allowPrivateNetworkTargets: config.allowPrivateNetworkTargets,
     requireTls: config.smtpRequireTls,
+    metrics,
   };
   return {
     forAccount: (account) =>

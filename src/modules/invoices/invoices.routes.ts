@@ -27,6 +27,7 @@ export function billingOptionsOf(deps: AppDeps) {
     allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
     timeoutMs: deps.config.billingTimeoutMs,
     secrets: deps.secrets,
+    metrics: deps.metrics,
   };
 }
 

@@ -10,6 +10,8 @@ import pg from 'pg';
 import * as schema from './schema.ts';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
 import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
+import { tracedPglite } from './pglite-tracing.ts';
+import { tracingActive } from '../observability/tracing.ts';
 
 export type Schema = typeof schema;
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
@@ -19,11 +21,22 @@ export type DbOrTx = Db | Tx;
 
 export type EngineKind = 'pglite' | 'postgres';
 
+/** Connections of the process's pool, for the metrics (docs/observability.md#metrics). */
+export interface PoolStats {
+  /** Open connections. */
+  total: number;
+  idle: number;
+  /** Callers waiting for a connection (PGlite: operations queued behind the one running). */
+  waiting: number;
+  max: number;
+}
+
 export interface Database {
   kind: EngineKind;
   db: Db;
   /** Answers when the database does; used by /readyz. */
   ping(): Promise<void>;
+  poolStats(): PoolStats;
   close(): Promise<void>;
   /** PGlite only: a dump of the data directory (test fixtures). */
   pglite?: PGlite;
@@ -64,6 +77,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
     pool.on('connect', (client) => client.on('error', () => undefined));
     const db = scopedDb(drizzleNodePg(pool, { schema }) as unknown as Db);
+    const max = options.poolSize ?? 10;
     return {
       kind: 'postgres',
       db,
@@ -71,6 +85,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       ping: async () => {
         await pool.query('select 1');
       },
+      poolStats: () => ({
+        total: pool.totalCount,
+        idle: pool.idleCount,
+        waiting: pool.waitingCount,
+        max,
+      }),
       close: async () => {
         await pool.end();
       },
@@ -83,7 +103,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   });
   await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
   // Every statement through `lite` runs as its caller's role (session-role.ts).
-  const lite = roleScopedPglite(raw);
+  const queue = { pending: 0 };
+  const roleScoped = roleScopedPglite(raw, queue);
+  const lite = tracingActive() ? tracedPglite(roleScoped) : roleScoped;
   const db = scopedDb(drizzlePglite(lite, { schema }) as unknown as Db);
   return {
     kind: 'pglite',
@@ -92,6 +114,13 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ping: async () => {
       await lite.query('select 1');
     },
+    // One session: busy while anything runs, and everything else queues behind it.
+    poolStats: () => ({
+      total: 1,
+      idle: queue.pending === 0 ? 1 : 0,
+      waiting: Math.max(0, queue.pending - 1),
+      max: 1,
+    }),
     close: async () => {
       if (!raw.closed) await raw.close();
     },

@@ -13,6 +13,7 @@ import type { ObjectStorage } from '../storage/storage.ts';
 import type { DiskSpaceGuard } from '../disk-space.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SecretBox } from '../secrets/secret-box.ts';
+import type { Metrics } from '../observability/metrics.ts';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -33,4 +34,6 @@ export interface AppDeps {
   secrets: SecretBox;
   /** Refuses writes when the data directory's disk is low; built from the configuration when absent. */
   diskSpace?: DiskSpaceGuard;
+  /** Request, job and outside-call metrics (docs/observability.md); none collected when absent. */
+  metrics?: Metrics;
 }

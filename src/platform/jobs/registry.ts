@@ -62,6 +62,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
       allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
       timeoutMs: deps.config.billingTimeoutMs,
       secrets: deps.secrets,
+      metrics: deps.metrics,
       olderThanSeconds: 30,
     });
     if (result.checked > 0) log.info(result, 'billing sync reconciled');
@@ -73,7 +74,7 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
   const sending = {
     db: database.db,
     storage: deps.objectStorage,
-    mailers: mailersFromConfig(deps.config, deps.secrets),
+    mailers: mailersFromConfig(deps.config, deps.secrets, deps.metrics),
     leaseSeconds: deps.config.emailSendLeaseS,
   };
   await jobs.define<SendJobData>(EMAIL_SEND_QUEUE, async (data) => {
@@ -95,8 +96,8 @@ export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promi
     jobs,
     storage: deps.objectStorage,
     config: deps.config,
-    chat: createChatClient(deps.config.chat),
-    generator: createTextGenerator(deps.config.llm),
+    chat: createChatClient(deps.config.chat, deps.metrics),
+    generator: createTextGenerator(deps.config.llm, deps.metrics),
     mailers: sending.mailers,
   };
   await jobs.define<AgentRunJobData>(AGENT_RUN_QUEUE, async (data) => {

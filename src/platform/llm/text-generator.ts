@@ -4,6 +4,7 @@
  * Callers see one interface and one error type, whichever is behind it.
  */
 import type { LlmConfig } from '../../config.ts';
+import type { Metrics } from '../observability/metrics.ts';
 import { BuiltinComposer } from './builtin-composer.ts';
 import { OpenAiGenerator } from './openai-generator.ts';
 
@@ -75,6 +76,6 @@ export class TextGenerationError extends Error {
   }
 }
 
-export function createTextGenerator(config: LlmConfig): TextGenerator {
-  return config.kind === 'openai' ? new OpenAiGenerator(config) : new BuiltinComposer();
+export function createTextGenerator(config: LlmConfig, metrics?: Metrics): TextGenerator {
+  return config.kind === 'openai' ? new OpenAiGenerator(config, metrics) : new BuiltinComposer();
 }
