@@ -71,6 +71,12 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     });
     expect(created.status, await created.clone().text()).toBe(201);
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    // A presigned download's signature is a credential: not in the spans either.
+    const signature = crypto.randomBytes(32).toString('hex');
+    const download = await fetch(
+      `${server.url}/storage/remit/x/y.pdf?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIA%2F20260101&X-Amz-Date=20260101T000000Z&X-Amz-Expires=900&X-Amz-SignedHeaders=host&X-Amz-Signature=${signature}`,
+    );
+    expect(download.status).toBeGreaterThanOrEqual(400);
 
     expect(receiver.posts, 'nothing sent before the shutdown').toEqual([]);
     server.child.kill('SIGTERM');
@@ -118,6 +124,10 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     // The Slack fake saw the trace context go out with the call.
     const asked = slack.requestsFor('conversations.info').at(-1)!;
     expect(asked.headers.traceparent).toContain(create!.traceId);
+
+    const downloadSpan = spans.find((s) => s.kind === SERVER_KIND && s.name.startsWith('GET /storage/'));
+    expect(downloadSpan?.attributes['http.target']).toContain('X-Amz-Signature=[redacted]');
+    expect(JSON.stringify(receiver.posts)).not.toContain(signature);
 
     // Probes are not traced; neither are the exporter's own posts.
     expect(spans.some((s) => s.name.includes('/readyz'))).toBe(false);

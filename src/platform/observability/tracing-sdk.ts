@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import type { TracingConfig } from '../../config.ts';
+import { redactUrl } from '../logging.ts';
 import { activateTracing, tracingActive } from './tracing.ts';
 
 type Api = typeof import('@opentelemetry/api');
@@ -53,6 +54,22 @@ export function startTracing(config: TracingConfig): void {
     instrumentations: [
       new HttpInstrumentation({
         ignoreIncomingRequestHook: (request) => UNTRACED_PATHS.has((request.url ?? '').split('?')[0]!),
+        // A presigned download carries its signature in the query string: the server span's URL
+        // attributes are written again without it, as the logs are (docs/security.md#logs).
+        requestHook: (span, request) => {
+          if (typeof (request as { getHeader?: unknown }).getHeader === 'function') return; // outgoing
+          const url = (request as { url?: string }).url ?? '/';
+          const query = url.indexOf('?');
+          if (query === -1) return;
+          const target = redactUrl(url);
+          const host = (request as { headers: Record<string, unknown> }).headers.host;
+          const scheme = (request as { socket?: { encrypted?: boolean } }).socket?.encrypted
+            ? 'https'
+            : 'http';
+          span.setAttribute('http.target', target);
+          span.setAttribute('http.url', `${scheme}://${String(host ?? 'localhost')}${target}`);
+          span.setAttribute('url.query', target.slice(query + 1));
+        },
         // An outside call with no request or job around it would be a trace of one span.
         requireParentforOutgoingSpans: true,
       }),
