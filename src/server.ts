@@ -138,7 +138,8 @@ async function main() {
   }
   if (config.tracing) {
     app.log.info(
-      { url: config.tracing.url, service: config.tracing.serviceName },
+      // The receiver's origin only: a URL may carry credentials.
+      { receiver: new URL(config.tracing.url).origin, service: config.tracing.serviceName },
       'tracing: spans sent over OTLP/HTTP',
     );
     if (config.tracing.protocolNote) app.log.warn(config.tracing.protocolNote);

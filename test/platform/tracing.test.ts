@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp } from '../helpers/app.ts';
 import { FakeSlack } from '../helpers/fake-slack.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
@@ -16,7 +16,9 @@ import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helper
  * under it in the same trace, the caller's W3C trace context honoured, and what is buffered sent when
  * the process stops on SIGTERM.
  */
+// OTLP's span kinds.
 const SERVER_KIND = 2;
+const CONSUMER_KIND = 5;
 const CHANNEL = 'C0TRACED';
 
 describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
@@ -25,7 +27,7 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     for (const cleanup of cleanups.reverse()) await cleanup();
   });
 
-  it('HTTP, database and Slack spans of one request arrive in one trace, flushed on SIGTERM', async () => {
+  it('requests, their statements and Slack calls in one trace, jobs in their own; flushed on SIGTERM', async () => {
     const receiver = await new OtlpReceiver().start();
     cleanups.push(() => receiver.close());
     const slack = await new FakeSlack().start();
@@ -70,6 +72,26 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
       body: JSON.stringify({ name: 'Traced', notification_config: { chat_channel_id: CHANNEL } }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
+    // A (sandbox) run of that agent: a job the server's own worker executes.
+    const agentUid = ((await created.json()) as { data: { uid: string } }).data.uid;
+    const started = await fetch(`${server.url}/api/agents/${agentUid}/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ sandbox: true }),
+    });
+    expect(started.status).toBe(202);
+    const runUid = ((await started.json()) as { data: { id: string } }).data.id;
+    await vi.waitFor(
+      async () => {
+        const run = await fetch(`${server.url}/api/agent-runs/${runUid}`, {
+          headers: { authorization: `Bearer ${key}` },
+        });
+        const status = ((await run.json()) as { data: { attributes: { status: string } } }).data.attributes
+          .status;
+        if (status === 'pending' || status === 'running') throw new Error(`run ${status}`);
+      },
+      { timeout: 60_000, interval: 200 },
+    );
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     // A presigned download's signature is a credential: not in the spans either.
     const signature = crypto.randomBytes(32).toString('hex');
@@ -124,6 +146,16 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     // The Slack fake saw the trace context go out with the call.
     const asked = slack.requestsFor('conversations.info').at(-1)!;
     expect(asked.headers.traceparent).toContain(create!.traceId);
+
+    // The run's job: a trace of its own, its statements under it.
+    const job = spans.find((s) => s.name === 'job remit.agent.run');
+    expect(job).toMatchObject({ kind: CONSUMER_KIND });
+    expect(job!.parentSpanId ?? '').toBe('');
+    expect(job!.attributes).toMatchObject({
+      'messaging.system': 'pg-boss',
+      'messaging.destination.name': 'remit.agent.run',
+    });
+    expect(spans.filter((s) => statement.test(s.name) && under(s, job!)).length).toBeGreaterThan(0);
 
     const downloadSpan = spans.find((s) => s.kind === SERVER_KIND && s.name.startsWith('GET /storage/'));
     expect(downloadSpan?.attributes['http.target']).toContain('X-Amz-Signature=[redacted]');
