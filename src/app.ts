@@ -53,6 +53,9 @@ import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
 import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
 import { loggerOptions } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
+import { NO_METRICS } from './platform/observability/metrics.ts';
+import { metricsRoute } from './platform/observability/metrics.routes.ts';
+import { setHttpRoute, tracingActive } from './platform/observability/tracing.ts';
 
 /**
  * The composition root: the one list of modules, each with its routes, its queues and what it installs
@@ -161,6 +164,23 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   // First of all hooks: nothing a request runs may reach the database outside its role.
   registerDbRole(app);
 
+  // Requests are counted and named by route template (`/api/invoices/:uid`), never by raw URL: one
+  // series per route, whatever ids the paths carry (docs/observability.md).
+  const metrics = deps.metrics ?? NO_METRICS;
+  if (metrics.enabled) {
+    app.addHook('onResponse', (request, reply, done) => {
+      const route = request.routeOptions.url ?? 'unmatched';
+      metrics.httpRequest(request.method, route, reply.statusCode, reply.elapsedTime / 1000);
+      done();
+    });
+  }
+  if (tracingActive()) {
+    app.addHook('onRequest', (request, _reply, done) => {
+      if (request.routeOptions.url) setHttpRoute(request.routeOptions.url);
+      done();
+    });
+  }
+
   // Every route as registered, so a test can prove the OpenAPI document leaves none out.
   const routeList: { method: string; url: string }[] = [];
   app.decorate('routeList', routeList);
@@ -268,6 +288,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   for (const module of MODULES) {
     for (const routes of module.routes ?? []) await routes(app, deps);
   }
+  // With a metrics port of its own, the API's port does not serve them (server.ts starts that one).
+  const { token, port } = deps.config.metrics;
+  if (metrics.enabled && token !== undefined && port === undefined) metricsRoute(app, metrics, token);
 
   return app;
 }

@@ -69,6 +69,29 @@ export interface Config {
   llm: LlmConfig;
   /** Chat notifications (CONTRACT §6): recorded only, or also posted through the Slack Web API. */
   chat: ChatConfig;
+  /** Prometheus metrics (docs/observability.md); collected only when something can read them. */
+  metrics: MetricsConfig;
+  /** OpenTelemetry traces over OTLP/HTTP; undefined: no tracing, and no OpenTelemetry code loaded. */
+  tracing: TracingConfig | undefined;
+}
+
+export interface MetricsConfig {
+  /** Metrics are collected: a token or a port is set, so a scraper can read them. */
+  enabled: boolean;
+  /** `Authorization: Bearer <token>` for `GET /metrics` (on the metrics port when set, else the main one). */
+  token: string | undefined;
+  /** A listener of its own for `GET /metrics`; the main port then does not serve it. */
+  port: number | undefined;
+  host: string;
+}
+
+export interface TracingConfig {
+  /** Where spans are posted (…/v1/traces). */
+  url: string;
+  headers: Record<string, string>;
+  serviceName: string;
+  /** Set when OTEL_EXPORTER_OTLP_PROTOCOL asked for protobuf: the JSON encoding is sent instead. */
+  protocolNote: string | undefined;
 }
 
 export type ChatConfig =
@@ -194,6 +217,72 @@ function chat(env: Env): ChatConfig {
   return { kind: 'slack', botToken, apiUrl, timeoutMs: integer(env, 'SLACK_TIMEOUT_MS', 5000, 100, 60_000) };
 }
 
+function metrics(env: Env): MetricsConfig {
+  const token = optional(env, 'METRICS_TOKEN');
+  // Guessing is the only attack on it (it is compared in constant time), so it must be long enough.
+  if (token !== undefined && (token.length < 16 || /\s/.test(token))) {
+    throw new ConfigError('METRICS_TOKEN must be at least 16 characters, without spaces');
+  }
+  const rawPort = optional(env, 'METRICS_PORT');
+  const port = rawPort === undefined ? undefined : integer(env, 'METRICS_PORT', 0, 0, 65535);
+  const host = optional(env, 'METRICS_HOST') ?? '127.0.0.1';
+  return { enabled: token !== undefined || port !== undefined, token, port, host };
+}
+
+/** `key=value,key2=value2`, values percent-encoded (the OpenTelemetry format for OTLP headers). */
+function otlpHeaders(env: Env, name: string): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const pair of (optional(env, name) ?? '').split(',')) {
+    if (pair.trim() === '') continue;
+    const at = pair.indexOf('=');
+    const key = at > 0 ? pair.slice(0, at).trim() : '';
+    if (!/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(key)) {
+      throw new ConfigError(`${name} must be key=value pairs separated by commas`);
+    }
+    try {
+      headers[key.toLowerCase()] = decodeURIComponent(pair.slice(at + 1).trim());
+    } catch {
+      throw new ConfigError(`${name} has a badly percent-encoded value for ${key}`);
+    }
+  }
+  return headers;
+}
+
+/**
+ * The OpenTelemetry exporter variables (their standard meanings): a base endpoint gets `/v1/traces`
+ * appended, a traces endpoint is used as it is. Neither set: no tracing.
+ */
+function tracing(env: Env): TracingConfig | undefined {
+  const tracesEndpoint = optional(env, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
+  const endpoint = optional(env, 'OTEL_EXPORTER_OTLP_ENDPOINT');
+  if ((!tracesEndpoint && !endpoint) || boolean(env, 'OTEL_SDK_DISABLED', false)) return undefined;
+  const url = tracesEndpoint ?? `${endpoint!.replace(/\/+$/, '')}/v1/traces`;
+  if (!/^https?:\/\/[^/]/.test(url)) {
+    throw new ConfigError(
+      `${tracesEndpoint ? 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT' : 'OTEL_EXPORTER_OTLP_ENDPOINT'} must start with http:// or https://`,
+    );
+  }
+  const protocol =
+    optional(env, 'OTEL_EXPORTER_OTLP_TRACES_PROTOCOL') ?? optional(env, 'OTEL_EXPORTER_OTLP_PROTOCOL');
+  if (protocol !== undefined && !['http/json', 'http/protobuf'].includes(protocol)) {
+    throw new ConfigError(
+      `OTEL_EXPORTER_OTLP_PROTOCOL must be http/json (or http/protobuf, sent as JSON); got "${protocol}" (gRPC is not supported)`,
+    );
+  }
+  return {
+    url,
+    headers: {
+      ...otlpHeaders(env, 'OTEL_EXPORTER_OTLP_HEADERS'),
+      ...otlpHeaders(env, 'OTEL_EXPORTER_OTLP_TRACES_HEADERS'),
+    },
+    serviceName: optional(env, 'OTEL_SERVICE_NAME') ?? 'remit',
+    protocolNote:
+      protocol === 'http/protobuf'
+        ? 'OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf: spans are sent as OTLP/HTTP JSON, which OTLP/HTTP receivers also accept'
+        : undefined,
+  };
+}
+
 function smtpUrl(env: Env): string | undefined {
   const url = optional(env, 'SMTP_URL');
   if (url && !/^smtps?:\/\/[^/]/.test(url))
@@ -285,5 +374,7 @@ export function loadConfig(env: Env = process.env): Config {
     corsOrigins: corsOrigins(env),
     llm: llm(env),
     chat: chat(env),
+    metrics: metrics(env),
+    tracing: tracing(env),
   };
 }

@@ -1,9 +1,13 @@
+// First: with OTEL_EXPORTER_OTLP_ENDPOINT set, tracing must hook `http` and `pg` before they load.
+import './platform/observability/tracing-preload.ts';
 import { buildApp } from './app.ts';
 import { SecretKeyError } from './platform/secrets/secret-box.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { startProcessRuntime, stopOnSignals } from './runtime/dependencies.ts';
+import { startMetricsServer, type MetricsServer } from './platform/observability/metrics.routes.ts';
+import { shutdownTracing } from './platform/observability/tracing.ts';
 
 async function main() {
   const config = loadConfig();
@@ -37,6 +41,7 @@ async function main() {
     );
   }
 
+  let metricsServer: MetricsServer | undefined;
   stopOnSignals(app.log, config.shutdownGraceS * 1000, async (signal) => {
     app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
     // No new jobs from here on (no new sends); running ones, such as an SMTP send, get the grace.
@@ -45,9 +50,24 @@ async function main() {
     await jobsStopped;
     await rateLimiter.close();
     await runtime.close();
+    await metricsServer?.close();
+    await shutdownTracing(); // sends the spans still buffered
   });
 
   await app.listen({ port: config.port, host: config.host });
+  if (config.metrics.port !== undefined) {
+    const { port, host, token } = config.metrics;
+    metricsServer = await startMetricsServer(deps.metrics!, { port, host, token });
+    app.log.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
+  }
+  if (config.tracing) {
+    app.log.info(
+      // The receiver's origin only: a URL may carry credentials.
+      { receiver: new URL(config.tracing.url).origin, service: config.tracing.serviceName },
+      'tracing: spans sent over OTLP/HTTP',
+    );
+    if (config.tracing.protocolNote) app.log.warn(config.tracing.protocolNote);
+  }
   app.log.info(
     {
       engine: deps.database.kind,

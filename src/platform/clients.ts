@@ -3,6 +3,7 @@ import type { Config } from '../config.ts';
 import { createChatClient, type ChatClient } from './chat/chat.ts';
 import { createTextGenerator, type TextGenerator } from './llm/text-generator.ts';
 import { createMailTransports, smtpTimeoutsFor, type MailTransports } from './mail/mailer.ts';
+import type { Metrics } from './observability/metrics.ts';
 
 /**
  * The outside services' clients (CONTRACT §6), built once per process from the configuration and
@@ -15,10 +16,10 @@ export interface Clients {
   mail: MailTransports;
 }
 
-export function createClients(config: Config): Clients {
+export function createClients(config: Config, metrics?: Metrics): Clients {
   return {
-    chat: createChatClient(config.chat),
-    generator: createTextGenerator(config.llm),
+    chat: createChatClient(config.chat, metrics),
+    generator: createTextGenerator(config.llm, metrics),
     mail: createMailTransports({
       smtpUrl: config.smtpUrl,
       outboxDir: path.join(config.dataDir, 'outbox'),
@@ -26,6 +27,7 @@ export function createClients(config: Config): Clients {
       requireTls: config.smtpRequireTls,
       // A live send ends before its lease does (docs/email-sending.md#no-double-send).
       smtpTimeouts: smtpTimeoutsFor(config.emailSendLeaseS),
+      metrics,
     }),
   };
 }

@@ -1,4 +1,35 @@
-import type { FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify';
+import { currentDbContext } from './db/async-context.ts';
+import { currentTraceIds } from './observability/tracing.ts';
+
+const LOG_FIELDS = Symbol('remit log fields');
+
+type WithFields = { [LOG_FIELDS]?: Record<string, string> };
+
+/**
+ * Fields every later line of `logger` carries, and of the loggers made from it: a request's logger
+ * gets `organization_uid` once the caller is known (auth.ts), and again when the handler settles on
+ * another of the caller's organizations. Kept on the logger rather than bound with `child()`, because
+ * Fastify's request and reply share one logger object, and pino appends a binding set twice instead
+ * of replacing it.
+ */
+export function setLogFields(logger: FastifyBaseLogger, fields: Record<string, string>): void {
+  const holder = logger as unknown as WithFields;
+  if (Object.prototype.hasOwnProperty.call(holder, LOG_FIELDS)) Object.assign(holder[LOG_FIELDS]!, fields);
+  else holder[LOG_FIELDS] = { ...holder[LOG_FIELDS], ...fields };
+}
+
+/**
+ * Read for every line: the request's fields (above), a job's (jobs.ts puts its queue, id and
+ * organization in the context the job runs in) and, with tracing, the ids of the current span.
+ * Always a new object: pino merges the line's own fields into what this returns.
+ */
+function logContext(_line: object, _level: number, logger: unknown): object {
+  const own = (logger as WithFields)[LOG_FIELDS];
+  const job = currentDbContext()?.logFields;
+  const trace = currentTraceIds();
+  return own || job || trace ? { ...job, ...own, ...trace } : {};
+}
 
 /**
  * Query parameters that are credentials: the signature and credential of a presigned download, a
@@ -12,7 +43,8 @@ export function redactUrl(url: string): string {
 }
 
 /**
- * JSON logs with the request id on every line. No credential reaches a log (docs/security.md#logs):
+ * JSON logs with the request id on every line, the organization once the caller is authenticated, a
+ * job's queue and id in its lines (docs/observability.md#logs). No credential reaches a log (docs/security.md#logs):
  * the Authorization and Cookie headers, the Idempotency-Key, signed query parameters, and any member
  * named like a key, secret, password, token or SMTP URL — at the top level of a log line or one or two
  * levels down (a request body, an error's details) — are replaced by `[redacted]`.
@@ -35,6 +67,7 @@ export function loggerOptions(
   return {
     level,
     ...(stream ? { stream } : {}),
+    mixin: logContext,
     redact: {
       paths: [
         'req.headers.authorization',

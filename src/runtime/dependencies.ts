@@ -7,6 +7,7 @@ import type { AppDeps } from '../platform/http/types.ts';
 import { Jobs } from '../platform/jobs/jobs.ts';
 import { registerJobs } from '../app.ts';
 import { createClients } from '../platform/clients.ts';
+import { createMetrics } from '../platform/observability/metrics.ts';
 import { openMigratedDatabase, type OpenedDatabase } from '../platform/runtime.ts';
 import { loadKeyring } from '../platform/secrets/keyring.ts';
 import { createObjectStorage } from '../platform/storage/create-storage.ts';
@@ -50,6 +51,8 @@ export async function startProcessRuntime(
     // Before anything runs: a missing or wrong key stops the start with a message that says so.
     const keyring = await loadKeyring(config);
     const resealed = await resealStoredSecrets(database.db, keyring.box);
+    // Collected only with METRICS_TOKEN or METRICS_PORT set; prom-client is not even loaded otherwise.
+    const metrics = await createMetrics(config.metrics, database);
     let log: FastifyBaseLogger | undefined;
     const diskSpace = new DiskSpaceGuard(config.dataDir, config.minFreeDiskBytes, (low, freeBytes) => {
       if (!log) process.stderr.write(`disk space ${low ? 'low' : 'ok'}: ${freeBytes} bytes free\n`);
@@ -65,6 +68,7 @@ export async function startProcessRuntime(
     jobs = await withSchemaLock(database, () =>
       Jobs.start(database, {
         supervise: options.works,
+        metrics,
         onError: (error) => {
           if (!log) process.stderr.write(`job queue error: ${String(error)}\n`);
           // A full disk is logged once by the guard, not once per queue poll.
@@ -76,7 +80,7 @@ export async function startProcessRuntime(
         },
       }),
     );
-    const objectStorage = await createObjectStorage(config);
+    const objectStorage = await createObjectStorage(config, metrics);
     configureTextExtraction({
       threads: config.extractionThreads,
       timeoutMs: config.extractionTimeoutS * 1000,
@@ -88,7 +92,8 @@ export async function startProcessRuntime(
       objectStorage,
       diskSpace,
       secrets: keyring.box,
-      clients: createClients(config),
+      clients: createClients(config, metrics),
+      metrics,
     };
     return {
       deps,

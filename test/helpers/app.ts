@@ -10,6 +10,7 @@ import { buildApp, registerJobs } from '../../src/app.ts';
 import { createClients } from '../../src/platform/clients.ts';
 import { MemoryRateLimiter, type RateLimiter } from '../../src/platform/http/rate-limit.ts';
 import { createObjectStorage } from '../../src/platform/storage/create-storage.ts';
+import { createMetrics } from '../../src/platform/observability/metrics.ts';
 import type { App, AppDeps } from '../../src/platform/http/types.ts';
 import { parseSecretKey, SecretBox } from '../../src/platform/secrets/secret-box.ts';
 import { openTestDatabase } from './test-database.ts';
@@ -52,10 +53,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     LOG_LEVEL: 'silent',
     ...options.env,
   });
-  const jobs = await Jobs.start(database, { supervise: false, pollIntervalSeconds: 0.5 });
+  // Collected only when the test's environment sets METRICS_TOKEN or METRICS_PORT, as in the server.
+  const metrics = await createMetrics(config.metrics, database);
+  const jobs = await Jobs.start(database, { supervise: false, pollIntervalSeconds: 0.5, metrics });
   const rateLimiter =
     options.rateLimiter ?? new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
-  const objectStorage = await createObjectStorage(config);
+  const objectStorage = await createObjectStorage(config, metrics);
   const secrets = new SecretBox([parseSecretKey(TEST_SECRET_KEY, 'test key')]);
   const deps: AppDeps = {
     config,
@@ -64,7 +67,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     rateLimiter,
     objectStorage,
     secrets,
-    clients: createClients(config),
+    clients: createClients(config, metrics),
+    metrics,
   };
   const app = await buildApp(deps, {
     logger: options.logStream ? loggerOptions('trace', options.logStream) : false,

@@ -13,6 +13,7 @@ export async function registerBillingJobs(deps: AppDeps, log: FastifyBaseLogger)
       allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
       timeoutMs: deps.config.billingTimeoutMs,
       secrets: deps.secrets,
+      metrics: deps.metrics,
       olderThanSeconds: 30,
     });
     if (result.checked > 0) log.info(result, 'billing sync reconciled');

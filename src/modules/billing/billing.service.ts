@@ -1,6 +1,7 @@
 import crypto from 'node:crypto';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import type { Metrics } from '../../platform/observability/metrics.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
@@ -20,6 +21,8 @@ export interface BillingOptions {
   timeoutMs: number;
   /** Opens the integration's signing secret, sealed at rest. */
   secrets: SecretBox;
+  /** Times each partner call (docs/observability.md). */
+  metrics?: Metrics | undefined;
 }
 
 /** The billing options of the running app (its configuration and secret box). */
@@ -28,6 +31,7 @@ export function billingOptionsOf(deps: AppDeps): BillingOptions {
     allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
     timeoutMs: deps.config.billingTimeoutMs,
     secrets: deps.secrets,
+    metrics: deps.metrics,
   };
 }
 
@@ -191,6 +195,7 @@ async function callPartner(
       body,
       timeoutMs: options.timeoutMs,
       allowPrivate: options.allowPrivateNetworkTargets,
+      metrics: options.metrics,
     });
     return response;
   } catch (error) {

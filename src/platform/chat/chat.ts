@@ -1,4 +1,6 @@
 import type { ChatConfig } from '../../config.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { observeOutbound } from '../observability/outbound-calls.ts';
 
 export type ChannelCheck =
   | { ok: true }
@@ -65,13 +67,31 @@ export function escapeSlackText(text: string): string {
 /** Slack Web API (`conversations.info`, `chat.postMessage`) with a bot token. */
 class SlackChat implements ChatClient {
   readonly kind = 'slack' as const;
-  constructor(private readonly config: Extract<ChatConfig, { kind: 'slack' }>) {}
+  constructor(
+    private readonly config: Extract<ChatConfig, { kind: 'slack' }>,
+    private readonly metrics?: Metrics,
+  ) {}
 
   /**
    * Slack's write methods (`chat.postMessage`) take a JSON body; its read methods (`conversations.info`)
    * take only form or query parameters and silently ignore a JSON body (then answer `channel_not_found`).
    */
-  private async call(
+  private call(
+    method: string,
+    params: Record<string, string>,
+    encoding: 'json' | 'form',
+  ): Promise<SlackAnswer> {
+    // A Web API refusal (`ok: false`) is an answer, but not a successful call.
+    return observeOutbound(
+      this.metrics,
+      'slack',
+      method,
+      () => this.request(method, params, encoding),
+      (answer) => (answer.ok ? 'ok' : 'error'),
+    );
+  }
+
+  private async request(
     method: string,
     params: Record<string, string>,
     encoding: 'json' | 'form',
@@ -138,6 +158,6 @@ class SlackChat implements ChatClient {
   }
 }
 
-export function createChatClient(config: ChatConfig): ChatClient {
-  return config.kind === 'slack' ? new SlackChat(config) : new NoChat();
+export function createChatClient(config: ChatConfig, metrics?: Metrics): ChatClient {
+  return config.kind === 'slack' ? new SlackChat(config, metrics) : new NoChat();
 }

@@ -9,6 +9,8 @@ import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
 import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
+import { tracedPglite } from './pglite-tracing.ts';
+import { tracingActive } from '../observability/tracing.ts';
 
 // No schema object: queries name their tables, so platform/ needs to know no module's tables.
 export type Schema = Record<string, never>;
@@ -19,11 +21,22 @@ export type DbOrTx = Db | Tx;
 
 export type EngineKind = 'pglite' | 'postgres';
 
+/** Connections of the process's pool, for the metrics (docs/observability.md#metrics). */
+export interface PoolStats {
+  /** Open connections. */
+  total: number;
+  idle: number;
+  /** Callers waiting for a connection (PGlite: operations queued behind the one running). */
+  waiting: number;
+  max: number;
+}
+
 export interface Database {
   kind: EngineKind;
   db: Db;
   /** Answers when the database does; used by /readyz. */
   ping(): Promise<void>;
+  poolStats(): PoolStats;
   close(): Promise<void>;
   /** PGlite only: a dump of the data directory (test fixtures). */
   pglite?: PGlite;
@@ -66,6 +79,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
     pool.on('connect', (client) => client.on('error', () => undefined));
     const db = scopedDb(drizzleNodePg(pool) as unknown as Db);
+    const max = options.poolSize ?? 10;
     return {
       kind: 'postgres',
       db,
@@ -73,6 +87,12 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       ping: async () => {
         await pool.query('select 1');
       },
+      poolStats: () => ({
+        total: pool.totalCount,
+        idle: pool.idleCount,
+        waiting: pool.waitingCount,
+        max,
+      }),
       close: async () => {
         await pool.end();
       },
@@ -97,7 +117,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   });
   await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
   // Every statement through `lite` runs as its caller's role (session-role.ts).
-  const lite = roleScopedPglite(raw);
+  const queue = { pending: 0 };
+  const roleScoped = roleScopedPglite(raw, queue);
+  const lite = tracingActive() ? tracedPglite(roleScoped) : roleScoped;
   const db = scopedDb(drizzlePglite(lite) as unknown as Db);
   return {
     kind: 'pglite',
@@ -106,6 +128,13 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     ping: async () => {
       await lite.query('select 1');
     },
+    // One session: busy while anything runs, and everything else queues behind it.
+    poolStats: () => ({
+      total: 1,
+      idle: queue.pending === 0 ? 1 : 0,
+      waiting: Math.max(0, queue.pending - 1),
+      max: 1,
+    }),
     close: async () => {
       if (!raw.closed) await raw.close();
     },

@@ -148,14 +148,19 @@ export class RoleScopedPool extends pg.Pool {
  * The embedded database with the same rule. PGlite is one session, so setting the role and running the
  * statement (or the whole transaction) must not be split by another caller: one queue holds both.
  * PGlite itself makes a statement from outside wait for an open transaction, so the queue adds no new
- * waiting.
+ * waiting. `depth.pending` counts what is queued or running (the pool metrics read it).
  */
-export function roleScopedPglite(lite: PGlite): PGlite {
+export function roleScopedPglite(lite: PGlite, depth: { pending: number } = { pending: 0 }): PGlite {
   const connection = lite as unknown as Settable;
   let queue: Promise<unknown> = Promise.resolve();
+  // Settling also swallows the failure for the queue: the caller has it through `result`.
+  const settled = () => {
+    depth.pending -= 1;
+  };
   const exclusive = <T>(work: () => Promise<T>): Promise<T> => {
+    depth.pending += 1;
     const result = queue.then(work, work);
-    queue = result.catch(() => undefined);
+    queue = result.then(settled, settled);
     return result;
   };
   const scoped = new Set<string | symbol>(['query', 'exec', 'transaction', 'sql']);

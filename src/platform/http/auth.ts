@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import type { Scope } from './scopes.ts';
 import { keyAllows, roleAllows } from './scopes.ts';
-import { contextFor, type Principal, type RequestContext } from './context.ts';
+import { setLogFields } from '../logging.ts';
+import { contextFor, resolveMembership, type Principal, type RequestContext } from './context.ts';
 import { narrowToCaller } from './db-role.ts';
 import { AppError } from './errors.ts';
 import type { RateLimiter } from './rate-limit.ts';
@@ -34,6 +35,22 @@ export interface AuthOptions {
 
 const BEARER = /^Bearer (\S+)$/;
 
+/**
+ * The organization a request acts in, as far as it is known at authentication: the one it names in
+ * its path or query when the caller belongs to it, else the caller's default (or the key's own). The
+ * handler may still settle on another (named in the body): `tenant()` then updates the log field.
+ */
+function likelyOrganizationUid(request: FastifyRequest, principal: Principal): string {
+  const named = [
+    (request.params as { organization_uid?: unknown } | undefined)?.organization_uid,
+    (request.query as { organization_uid?: unknown } | undefined)?.organization_uid,
+  ].find((uid) => typeof uid === 'string');
+  const isMember = principal.memberships.some((m) => m.organizationUid === named);
+  return principal.memberships.length > 0
+    ? resolveMembership(principal, isMember ? (named as string) : undefined).organizationUid
+    : principal.apiKeyOrganizationUid;
+}
+
 // Every authentication failure answers the same body, so a caller learns nothing about which keys exist.
 const unauthorized = () =>
   new AppError('unauthorized', 'Missing or invalid API key. Send "Authorization: Bearer <API key>".');
@@ -43,6 +60,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
   app.decorateRequest('tenant', function (this: FastifyRequest, explicitOrganizationUid?: string | null) {
     if (!this.principal) throw unauthorized();
     const ctx = contextFor(this.principal, this.id, explicitOrganizationUid);
+    setLogFields(this.log, { organization_uid: ctx.organizationUid });
     // The key may hold the route's scope while the user's role in this organization does not.
     const scope = this.routeOptions.config.scope;
     if (scope && !roleAllows(ctx.role, scope)) {
@@ -90,6 +108,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
       throw unauthorized();
     }
     request.principal = result.principal;
+    setLogFields(request.log, { organization_uid: likelyOrganizationUid(request, result.principal) });
     narrowToCaller(request, result.principal);
     options.onAuthenticated?.(result.principal);
     await spend(request, reply, result.principal.apiKeyUid);

@@ -355,8 +355,18 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
       hook === undefined ? [] : Array.isArray(hook) ? hook : [hook];
     route.preHandler = [...asList(route.preHandler), claimOrReplay] as typeof route.preHandler;
     route.onSend = [...asList(route.onSend), record] as typeof route.onSend;
-    route.onResponse = [...asList(route.onResponse), release] as typeof route.onResponse;
-    route.onRequestAbort = [...asList(route.onRequestAbort), release] as typeof route.onRequestAbort;
+    // Callback-style hooks must call `done`: a plain function that does not stopped the hooks after it,
+    // and Fastify's own "request completed" line, on every POST.
+    const releaseOnResponse = (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+      release(request);
+      done();
+    };
+    const releaseOnAbort = (request: FastifyRequest, done: () => void) => {
+      release(request);
+      done();
+    };
+    route.onResponse = [...asList(route.onResponse), releaseOnResponse] as typeof route.onResponse;
+    route.onRequestAbort = [...asList(route.onRequestAbort), releaseOnAbort] as typeof route.onRequestAbort;
     const handler = route.handler;
     route.handler = function idempotentHandler(this: FastifyInstance, request, reply) {
       const unit = request.idempotency;

@@ -3,6 +3,8 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
+import type { Metrics } from '../observability/metrics.ts';
+import { observeOutbound } from '../observability/outbound-calls.ts';
 import { AppError } from './errors.ts';
 
 /**
@@ -116,7 +118,11 @@ export interface OutboundResponse {
   body: string;
 }
 
-/** One HTTP request with a hard timeout; the connection's resolved address is checked before use. */
+/**
+ * One HTTP request with a hard timeout; the connection's resolved address is checked before use.
+ * Timed as a `partner` call (the billing partner is the one organization-configured endpoint); an
+ * answer outside 2xx counts as an error.
+ */
 export function sendOutbound(
   rawUrl: string,
   options: {
@@ -125,6 +131,7 @@ export function sendOutbound(
     body: string;
     timeoutMs: number;
     allowPrivate: boolean;
+    metrics?: Metrics | undefined;
   },
 ): Promise<OutboundResponse> {
   const url = parseOutboundUrl(rawUrl);
@@ -156,39 +163,43 @@ export function sendOutbound(
     return Promise.reject(new OutboundError(`refused: ${literal} is a private address`, 'blocked'));
   }
   const client = url.protocol === 'https:' ? https : http;
-  return new Promise((resolve, reject) => {
-    const request = client.request(
-      url,
-      {
-        method: options.method,
-        headers: { ...options.headers, 'content-length': Buffer.byteLength(options.body).toString() },
-        lookup,
-        timeout: options.timeoutMs,
-      },
-      (response) => {
-        const chunks: Buffer[] = [];
-        let size = 0;
-        response.on('data', (chunk: Buffer) => {
-          size += chunk.length;
-          if (size <= 1024 * 1024) chunks.push(chunk);
-        });
-        response.on('end', () => {
-          clearTimeout(deadline);
-          resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-        });
-        response.on('error', (error) => reject(new OutboundError(error.message, 'network')));
-      },
-    );
-    // The whole exchange, not just idle time, is bounded.
-    const deadline = setTimeout(
-      () => request.destroy(new OutboundError('timed out', 'timeout')),
-      options.timeoutMs,
-    );
-    request.on('timeout', () => request.destroy(new OutboundError('timed out', 'timeout')));
-    request.on('error', (error) => {
-      clearTimeout(deadline);
-      reject(error instanceof OutboundError ? error : new OutboundError(error.message, 'network'));
+  const exchange = () =>
+    new Promise<OutboundResponse>((resolve, reject) => {
+      const request = client.request(
+        url,
+        {
+          method: options.method,
+          headers: { ...options.headers, 'content-length': Buffer.byteLength(options.body).toString() },
+          lookup,
+          timeout: options.timeoutMs,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          response.on('data', (chunk: Buffer) => {
+            size += chunk.length;
+            if (size <= 1024 * 1024) chunks.push(chunk);
+          });
+          response.on('end', () => {
+            clearTimeout(deadline);
+            resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+          });
+          response.on('error', (error) => reject(new OutboundError(error.message, 'network')));
+        },
+      );
+      // The whole exchange, not just idle time, is bounded.
+      const deadline = setTimeout(
+        () => request.destroy(new OutboundError('timed out', 'timeout')),
+        options.timeoutMs,
+      );
+      request.on('timeout', () => request.destroy(new OutboundError('timed out', 'timeout')));
+      request.on('error', (error) => {
+        clearTimeout(deadline);
+        reject(error instanceof OutboundError ? error : new OutboundError(error.message, 'network'));
+      });
+      request.end(options.body);
     });
-    request.end(options.body);
-  });
+  return observeOutbound(options.metrics, 'partner', options.method, exchange, (response) =>
+    response.status >= 200 && response.status < 300 ? 'ok' : 'error',
+  );
 }

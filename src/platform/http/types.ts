@@ -14,6 +14,7 @@ import type { DiskSpaceGuard } from '../disk-space.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { SecretBox } from '../secrets/secret-box.ts';
 import type { Clients } from '../clients.ts';
+import type { Metrics } from '../observability/metrics.ts';
 
 export type App = FastifyInstance<
   RawServerDefault,
@@ -36,6 +37,8 @@ export interface AppDeps {
   clients: Clients;
   /** Refuses writes when the data directory's disk is low; built from the configuration when absent. */
   diskSpace?: DiskSpaceGuard;
+  /** Request, job and outside-call metrics (docs/observability.md); none collected when absent. */
+  metrics?: Metrics;
 }
 
 /**

@@ -1,8 +1,12 @@
+import { performance } from 'node:perf_hooks';
 import PgBoss from 'pg-boss';
+import { runWithDbContext } from '../db/async-context.ts';
 import type { Database, DbOrTx } from '../db/client.ts';
 import { rawClientOf } from '../db/client.ts';
 import { afterCommit } from '../db/request-scope.ts';
 import { asService } from '../db/session-role.ts';
+import { NO_METRICS, type JobOutcome, type Metrics } from '../observability/metrics.ts';
+import { inSpan } from '../observability/tracing.ts';
 
 export type JobHandler<T> = (data: T, job: { id: string; name: string }) => Promise<void>;
 
@@ -69,7 +73,10 @@ export class Jobs {
   private readonly handlers = new Map<string, JobHandler<never>>();
   private working = false;
 
-  private constructor(private readonly boss: PgBoss) {}
+  private constructor(
+    private readonly boss: PgBoss,
+    private readonly metrics: Metrics,
+  ) {}
 
   static async start(
     database: Database,
@@ -79,6 +86,8 @@ export class Jobs {
       pollIntervalSeconds?: number;
       /** Throws to hold the queue's statements back (the embedded database's disk is low). */
       writeGate?: () => Promise<void>;
+      /** Counts and times the jobs this process runs (docs/observability.md). */
+      metrics?: Metrics | undefined;
     } = {},
   ): Promise<Jobs> {
     const boss = new PgBoss({
@@ -90,7 +99,7 @@ export class Jobs {
     });
     boss.on('error', (error) => options.onError?.(error));
     await boss.start();
-    const jobs = new Jobs(boss);
+    const jobs = new Jobs(boss, options.metrics ?? NO_METRICS);
     jobs.pollIntervalSeconds = options.pollIntervalSeconds ?? 2;
     return jobs;
   }
@@ -124,12 +133,44 @@ export class Jobs {
       name,
       { pollingIntervalSeconds: this.pollIntervalSeconds },
       async (batch) => {
-        // A job is the process's own work: it acts across organizations, as the login role
-        // (docs/security.md#the-bypass); each handler still names the organization in every query.
-        for (const job of batch)
-          await asService(() => (handler as JobHandler<object>)(job.data, { id: job.id, name: job.name }));
+        for (const job of batch) await this.run(handler as JobHandler<object>, job);
       },
     );
+  }
+
+  /** One job: its own trace, its log lines marked with it, its outcome and duration counted. */
+  private async run(handler: JobHandler<object>, job: PgBoss.Job<object>): Promise<void> {
+    const organizationUid = (job.data as { organization_uid?: unknown }).organization_uid;
+    const logFields = {
+      queue: job.name,
+      job_id: job.id,
+      ...(typeof organizationUid === 'string' ? { organization_uid: organizationUid } : {}),
+    };
+    const started = performance.now();
+    let outcome: JobOutcome = 'failed';
+    try {
+      await inSpan(
+        `job ${job.name}`,
+        {
+          kind: 'consumer',
+          root: true,
+          attributes: {
+            'messaging.system': 'pg-boss',
+            'messaging.destination.name': job.name,
+            'messaging.message.id': job.id,
+          },
+        },
+        () =>
+          // A job is the process's own work: it acts across organizations, as the login role
+          // (docs/security.md#the-bypass); each handler still names the organization in every query.
+          asService(() =>
+            runWithDbContext({ logFields }, () => handler(job.data, { id: job.id, name: job.name })),
+          ),
+      );
+      outcome = 'completed';
+    } finally {
+      this.metrics.job(job.name, outcome, (performance.now() - started) / 1000);
+    }
   }
 
   async startWorkers(): Promise<void> {

@@ -9,6 +9,8 @@
  */
 import type OpenAI from 'openai';
 import type { LlmConfig } from '../../config.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { observeOutbound } from '../observability/outbound-calls.ts';
 import {
   TextGenerationError,
   type EmailCompositionRequest,
@@ -101,7 +103,10 @@ export class OpenAiGenerator implements TextGenerator {
   readonly kind = 'openai' as const;
   private client: OpenAI | undefined;
 
-  constructor(private readonly config: OpenAiConfig) {}
+  constructor(
+    private readonly config: OpenAiConfig,
+    private readonly metrics?: Metrics,
+  ) {}
 
   private clientFrom({ default: OpenAIClient }: OpenAiSdk): OpenAI {
     const { config } = this;
@@ -129,13 +134,15 @@ export class OpenAiGenerator implements TextGenerator {
     const openai = await loadSdk();
     let completion: OpenAI.Chat.Completions.ChatCompletion;
     try {
-      completion = await this.clientFrom(openai).chat.completions.create({
-        model: this.config.model,
-        messages: [
-          { role: 'system', content: SYSTEM_PROMPT },
-          { role: 'user', content: user },
-        ],
-      });
+      completion = await observeOutbound(this.metrics, 'llm', 'chat.completions', () =>
+        this.clientFrom(openai).chat.completions.create({
+          model: this.config.model,
+          messages: [
+            { role: 'system', content: SYSTEM_PROMPT },
+            { role: 'user', content: user },
+          ],
+        }),
+      );
     } catch (error) {
       throw new TextGenerationError(failureMessage(openai, error, this.config.timeoutMs), undefined, {
         cause: error,

@@ -7,6 +7,8 @@ import SMTPConnection, {
   type SMTPConnectionSendInfo,
 } from 'nodemailer/lib/smtp-connection';
 import { publicAddressesOf } from '../http/outbound.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { observeOutbound } from '../observability/outbound-calls.ts';
 
 /**
  * Outbound email (CONTRACT §6) behind one small interface: the embedded default writes each message as
@@ -69,6 +71,8 @@ export class MailerError extends Error {
     message: string,
     readonly outcome: SendOutcome,
     readonly responseCode?: number,
+    /** A timeout (connection, greeting, socket or the whole exchange) rather than a refusal. */
+    readonly timedOut = false,
   ) {
     super(message);
     this.name = 'MailerError';
@@ -257,13 +261,16 @@ function describeSmtpError(error: unknown, messageTransmitted: boolean): MailerE
   const detail = parts.join('; ');
   // A reply from the server is an answer: the message was refused, whatever the stage.
   if (e.responseCode !== undefined) return new MailerError(`SMTP ${detail}`, 'not_sent', e.responseCode);
+  const timedOut = e.code === 'ETIMEDOUT';
   if (messageTransmitted) {
     return new MailerError(
       `SMTP connection lost after the whole message was transmitted (${detail}); outcome unknown, not resent`,
       'unknown',
+      undefined,
+      timedOut,
     );
   }
-  return new MailerError(`SMTP ${detail}`, 'not_sent');
+  return new MailerError(`SMTP ${detail}`, 'not_sent', undefined, timedOut);
 }
 
 const smtpError = (message: string, code: string) => Object.assign(new Error(message), { code });
@@ -281,6 +288,7 @@ export class SmtpMailer implements Mailer {
   constructor(
     private readonly target: SmtpTarget,
     private readonly timeouts: SmtpTimeouts = DEFAULT_SMTP_TIMEOUTS,
+    private readonly metrics?: Metrics,
   ) {}
 
   async wasSent(): Promise<undefined> {
@@ -318,44 +326,47 @@ export class SmtpMailer implements Mailer {
     }
     const bytes = await composeMessage(mail, { keepBcc: false });
     const envelope = { from: mail.from.address, to: [...new Set(allRecipients(mail))] };
-    const info = await new Promise<SMTPConnectionSendInfo>((resolve, reject) => {
-      const connection = new SMTPConnection(options);
-      let finished = false;
-      let transmitted = false;
-      const finish = (error: unknown, result?: SMTPConnectionSendInfo) => {
-        if (finished) return;
-        finished = true;
-        clearTimeout(deadline);
-        if (result) {
-          connection.quit();
-          resolve(result);
-        } else {
-          connection.close();
-          reject(describeSmtpError(error, transmitted));
-        }
-      };
-      const deadline = setTimeout(
-        () => finish(smtpError(`no result within ${this.timeouts.totalMs} ms`, 'ETIMEDOUT')),
-        this.timeouts.totalMs,
-      );
-      // `on`, not `once`: a socket error after the result must not become an uncaught 'error' event.
-      connection.on('error', (error) => finish(error));
-      connection.once('end', () => finish(smtpError('Connection closed unexpectedly', 'ECONNECTION')));
-      const sendMessage = () => {
-        const message = Readable.from([bytes]);
-        message.once('end', () => {
-          transmitted = true;
-        });
-        connection.send(envelope, message, (error, result) => finish(error, error ? undefined : result));
-      };
-      connection.connect((error) => {
-        if (error) return finish(error);
-        if (parsed.user === undefined || !connection.allowsAuth) return sendMessage();
-        connection.login({ user: parsed.user, pass: parsed.password ?? '' }, (loginError) =>
-          loginError ? finish(loginError) : sendMessage(),
+    const exchange = () =>
+      new Promise<SMTPConnectionSendInfo>((resolve, reject) => {
+        const connection = new SMTPConnection(options);
+        let finished = false;
+        let transmitted = false;
+        const finish = (error: unknown, result?: SMTPConnectionSendInfo) => {
+          if (finished) return;
+          finished = true;
+          clearTimeout(deadline);
+          if (result) {
+            connection.quit();
+            resolve(result);
+          } else {
+            connection.close();
+            reject(describeSmtpError(error, transmitted));
+          }
+        };
+        const deadline = setTimeout(
+          () => finish(smtpError(`no result within ${this.timeouts.totalMs} ms`, 'ETIMEDOUT')),
+          this.timeouts.totalMs,
         );
+        // `on`, not `once`: a socket error after the result must not become an uncaught 'error' event.
+        connection.on('error', (error) => finish(error));
+        connection.once('end', () => finish(smtpError('Connection closed unexpectedly', 'ECONNECTION')));
+        const sendMessage = () => {
+          const message = Readable.from([bytes]);
+          message.once('end', () => {
+            transmitted = true;
+          });
+          connection.send(envelope, message, (error, result) => finish(error, error ? undefined : result));
+        };
+        connection.connect((error) => {
+          if (error) return finish(error);
+          if (parsed.user === undefined || !connection.allowsAuth) return sendMessage();
+          connection.login({ user: parsed.user, pass: parsed.password ?? '' }, (loginError) =>
+            loginError ? finish(loginError) : sendMessage(),
+          );
+        });
       });
-    });
+    // From the connection to the server's answer; building the message is not the server's time.
+    const info = await observeOutbound(this.metrics, 'smtp', 'send', exchange);
     return {
       messageId: mail.messageId,
       accepted: info.accepted.map(String),
@@ -372,6 +383,8 @@ export interface MailSettings {
   requireTls?: boolean;
   /** The SMTP exchange's limits (smtpTimeoutsFor: bounded by the send lease). */
   smtpTimeouts?: SmtpTimeouts;
+  /** Where SMTP call durations are recorded (docs/observability.md). */
+  metrics?: Metrics | undefined;
 }
 
 /** Between the end of an SMTP exchange and the end of its lease: time to record the outcome. */
@@ -398,12 +411,14 @@ export function mailerFor(accountSmtpUrl: string | null | undefined, settings: M
         requireTls,
       },
       settings.smtpTimeouts,
+      settings.metrics,
     );
   }
   if (settings.smtpUrl) {
     return new SmtpMailer(
       { url: settings.smtpUrl, refusePrivateAddresses: false, requireTls },
       settings.smtpTimeouts,
+      settings.metrics,
     );
   }
   return new OutboxMailer(settings.outboxDir);

@@ -13,6 +13,8 @@ import {
   S3Client,
 } from '@aws-sdk/client-s3';
 import type { ObjectStorageConfig } from '../../config.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { observeOutbound } from '../observability/outbound-calls.ts';
 import {
   assertValidKey,
   presignGet,
@@ -45,7 +47,7 @@ export class S3ObjectStorage implements ObjectStorage {
   readonly region: string;
   readonly client: S3Client;
 
-  constructor(settings: S3Settings) {
+  constructor(settings: S3Settings, metrics?: Metrics) {
     this.bucket = settings.bucket;
     this.region = settings.region;
     this.client = new S3Client({
@@ -61,6 +63,15 @@ export class S3ObjectStorage implements ObjectStorage {
           }
         : {}),
     });
+    // Around the deserializer (so an error answer counts as one), inside the retries (so each HTTP
+    // attempt counts), and past the point where the presigner returns a signed URL (never counted).
+    this.client.middlewareStack.add(
+      (next, context) => (args) =>
+        observeOutbound(metrics, 's3', (context.commandName ?? 'unknown').replace(/Command$/, ''), () =>
+          next(args),
+        ),
+      { step: 'deserialize', priority: 'high', name: 'remitObserveS3Calls' },
+    );
   }
 
   async putObject(
