@@ -319,7 +319,7 @@ async function initRemit(
   const stdout = await runToCompletion({
     name: `remit init ${organization} (${engine})`,
     command: process.execPath,
-    args: ['--import', 'tsx', 'src/cli.ts', 'init', '--org', organization, '--email', email, '--json'],
+    args: ['--import', 'tsx', 'src/cli-main.ts', 'init', '--org', organization, '--email', email, '--json'],
     cwd: repoRoot,
     env: childEnv({ ...REMIT_ENV, ...dbEnv }),
   });
@@ -495,7 +495,7 @@ async function runSeed(
       args: [
         '--import',
         'tsx',
-        'src/cli.ts',
+        'src/cli-main.ts',
         'seed',
         '--org',
         organizationUid,

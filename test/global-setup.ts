@@ -52,5 +52,12 @@ export default async function setup(project: TestProject) {
   await database.close();
   project.provide('pgliteDump', dumpPath);
   project.provide('templateName', '');
-  return () => fs.rmSync(dumpPath, { force: true });
+  return () => {
+    fs.rmSync(dumpPath, { force: true });
+    // The data-directory copy of the dump that processes start from (test-database.ts), if one was made,
+    // and any half-made one of a worker that died while making it.
+    for (const name of fs.readdirSync(path.dirname(dumpPath)))
+      if (name.startsWith(`${path.basename(dumpPath)}.pglite`))
+        fs.rmSync(path.join(path.dirname(dumpPath), name), { recursive: true, force: true });
+  };
 }

@@ -17,9 +17,9 @@ import {
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
-import { runCli } from '../helpers/processes.ts';
+import { runCli } from '../helpers/cli.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
-import { engine } from '../helpers/test-database.ts';
+import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -1190,12 +1190,13 @@ describe('preset receivables metrics', () => {
 });
 
 // ---------------------------------------------------------------------------------------------------
-describe('remit metrics presets / compute (the real CLI)', { timeout: 180_000 }, () => {
+describe('remit metrics presets / compute (the CLI, in-process)', () => {
   let dataDir: string;
   let env: Record<string, string>;
 
-  beforeAll(() => {
+  beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-metrics-cli-'));
+    if (engine === 'pglite') await copyMigratedDatabaseInto(dataDir);
     env = engine === 'postgres' ? { DATABASE_URL: t.databaseUrl!, DATA_DIR: dataDir } : { DATA_DIR: dataDir };
   });
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
