@@ -14,6 +14,7 @@ import type { App } from '../../src/platform/http/types.ts';
 import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
+import { until } from '../helpers/until.ts';
 
 const REDIS_URL = process.env.TEST_REDIS_URL;
 
@@ -193,20 +194,27 @@ describe('window reset (RATE_LIMIT_WINDOW_S=1)', () => {
 
   it('after the window the key may call again', async () => {
     const key = await freshKey(t, p);
-    const statuses: number[] = [];
-    let last!: CallResult;
-    for (let i = 0; i < 4; i++) {
-      last = await call(instance.app, 'GET', '/api/me', { key });
-      statuses.push(last.status);
-    }
-    expect(statuses).toEqual([200, 200, 200, 429]);
-    expect(last.headers['retry-after']).toBe('1');
-    expect(limits(last).reset).toBe(1);
+    // A fake clock: all four calls fall in one window however slow the machine is, and the window
+    // ends when the clock is moved on, not after a real wait.
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() });
+    try {
+      const statuses: number[] = [];
+      let last!: CallResult;
+      for (let i = 0; i < 4; i++) {
+        last = await call(instance.app, 'GET', '/api/me', { key });
+        statuses.push(last.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 429]);
+      expect(last.headers['retry-after']).toBe('1');
+      expect(limits(last).reset).toBe(1);
 
-    await new Promise((r) => setTimeout(r, 1100));
-    const again = await call(instance.app, 'GET', '/api/me', { key });
-    expect(again.status).toBe(200);
-    expect(limits(again)).toMatchObject({ limit: 3, remaining: 2 });
+      vi.setSystemTime(Date.now() + 1_000);
+      const again = await call(instance.app, 'GET', '/api/me', { key });
+      expect(again.status).toBe(200);
+      expect(limits(again)).toMatchObject({ limit: 3, remaining: 2 });
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
 
@@ -317,12 +325,17 @@ describe.skipIf(!REDIS_URL)('RedisRateLimiter', () => {
   });
 
   it('the window expires', async () => {
-    const limiter = make(1, 300);
+    // Redis keeps the time here (the key's expiry): a window long enough that the first two hits
+    // always share it, then hits until Redis has let it go.
+    const limiter = make(1, 1000);
     expect((await limiter.hit('short')).allowed).toBe(true);
     const over = await limiter.hit('short');
     expect(over).toMatchObject({ allowed: false, resetSeconds: 1 });
-    await new Promise((r) => setTimeout(r, 400));
-    expect(await limiter.hit('short')).toMatchObject({ allowed: true, remaining: 0 });
+    const next = await until(async () => {
+      const hit = await limiter.hit('short');
+      return hit.allowed && hit;
+    }, 'the window to expire');
+    expect(next).toMatchObject({ allowed: true, remaining: 0 });
   });
 
   it('concurrent hits are counted atomically', async () => {
