@@ -16,3 +16,12 @@ export async function until<T>(
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/**
+ * Resolves once the clock has moved past the millisecond of the call, so a timestamp taken after it is
+ * later than one taken before (for tests that need distinct instants, not a length of time).
+ */
+export async function nextMillisecond(): Promise<void> {
+  const start = Date.now();
+  while (Date.now() <= start) await new Promise((resolve) => setTimeout(resolve, 1));
+}

@@ -25,6 +25,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { FakeSmtp } from '../helpers/fake-smtp.ts';
 import { call } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
+import { until } from '../helpers/until.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -88,14 +89,11 @@ async function rowOf(uid: string) {
 }
 
 /** Polls until the worker has finished with the draft (sent or failed). */
-async function settled(uid: string, timeoutMs = 10_000) {
-  const started = Date.now();
-  for (;;) {
+function settled(uid: string) {
+  return until(async () => {
     const draft = await getDraft(uid);
-    if (draft.status === 'sent' || draft.status === 'failed') return draft;
-    if (Date.now() - started > timeoutMs) throw new Error(`draft still ${draft.status}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
+    return (draft.status === 'sent' || draft.status === 'failed') && draft;
+  }, `draft ${uid} to be sent or failed`);
 }
 const addresses = (field: AddressObject | AddressObject[] | undefined) =>
   (Array.isArray(field) ? field : field ? [field] : []).flatMap((a) => a.value.map((v) => v.address));

@@ -104,7 +104,7 @@ describe('per API key over HTTP (memory store, 3 per 60 s)', () => {
 
   it("failed authentication spends the caller address's quota, never a key's", async () => {
     // A fresh limiter so this address's count starts at zero.
-    const other = await secondInstance(t, new MemoryRateLimiter(3, 60_000));
+    const other = await secondInstance(t, { rateLimiter: new MemoryRateLimiter(3, 60_000) });
     try {
       const key = await freshKey(t, p);
       const attempts = [
@@ -134,7 +134,7 @@ describe('per API key over HTTP (memory store, 3 per 60 s)', () => {
   });
 
   it('an unknown route carries the headers too (counted per address)', async () => {
-    const other = await secondInstance(t, new MemoryRateLimiter(3, 60_000));
+    const other = await secondInstance(t, { rateLimiter: new MemoryRateLimiter(3, 60_000) });
     try {
       const res = await call(other.app, 'GET', '/api/no-such-route', { key: p.orgA.admin.key });
       expectErrorBody(res, 404, 'route_not_found');
@@ -159,7 +159,7 @@ describe('per API key over HTTP (memory store, 3 per 60 s)', () => {
       prefix: `remit:test:${crypto.randomUUID()}:`,
       onStateChange: (state) => changes.push(state),
     });
-    const other = await secondInstance(t, broken);
+    const other = await secondInstance(t, { rateLimiter: broken });
     try {
       const key = await freshKey(t, p);
       const statuses: number[] = [];
@@ -185,10 +185,9 @@ describe('window reset (RATE_LIMIT_WINDOW_S=1)', () => {
   beforeAll(async () => {
     // The limiter the server builds from this configuration, in an instance over the same database.
     const config = loadConfig({ RATE_LIMIT_MAX: '3', RATE_LIMIT_WINDOW_S: '1' });
-    instance = await secondInstance(
-      t,
-      createRateLimiter({ max: config.rateLimitMax, windowS: config.rateLimitWindowS }),
-    );
+    instance = await secondInstance(t, {
+      rateLimiter: createRateLimiter({ max: config.rateLimitMax, windowS: config.rateLimitWindowS }),
+    });
   });
   afterAll(async () => instance?.close());
 
@@ -224,8 +223,8 @@ describe.skipIf(!REDIS_URL)('Redis store shared by two instances', () => {
   let b: { app: App; close(): Promise<void> };
   beforeAll(async () => {
     // Two instances over the same database, each with its own client of the same Redis.
-    a = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }));
-    b = await secondInstance(t, new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }));
+    a = await secondInstance(t, { rateLimiter: new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }) });
+    b = await secondInstance(t, { rateLimiter: new RedisRateLimiter(REDIS_URL!, 3, 60_000, { prefix }) });
   });
   afterAll(async () => {
     await a?.close();
