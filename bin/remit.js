@@ -4,12 +4,12 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-const compiled = fileURLToPath(new URL('../dist/cli.js', import.meta.url));
+const compiled = fileURLToPath(new URL('../dist/cli-main.js', import.meta.url));
 if (fs.existsSync(compiled)) {
   process.setSourceMapsEnabled(true);
   await import(compiled);
 } else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import('../src/cli.ts');
+  await import('../src/cli-main.ts');
 }

@@ -45,6 +45,8 @@ Configuration comes from the environment (DATABASE_URL, DATA_DIR, …; see docs/
 
 class UsageError extends Error {}
 
+type Env = Record<string, string | undefined>;
+
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface Output {
@@ -66,10 +68,11 @@ function required(values: Record<string, unknown>, name: string): string {
 }
 
 async function withDatabase<T>(
+  env: Env,
   command: string,
   fn: (db: Awaited<ReturnType<typeof openMigratedDatabase>>) => Promise<T>,
 ) {
-  const config = loadConfig();
+  const config = loadConfig(env);
   const opened = await openMigratedDatabase(config, command);
   try {
     return { config, result: await fn(opened) };
@@ -78,7 +81,7 @@ async function withDatabase<T>(
   }
 }
 
-async function run(argv: string[], out: Output): Promise<void> {
+async function run(argv: string[], out: Output, env: Env): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
     allowPositionals: true,
@@ -102,13 +105,13 @@ async function run(argv: string[], out: Output): Promise<void> {
     out.result({ usage: USAGE }, USAGE);
     return;
   }
-  const config = loadConfig();
+  const config = loadConfig(env);
   const pepper = config.apiKeyPepper;
 
   if (command === 'init') {
     const org = required(values, 'org');
     const email = required(values, 'email');
-    const { result } = await withDatabase('remit init', async ({ database }) => {
+    const { result } = await withDatabase(env, 'remit init', async ({ database }) => {
       const created = await initOrganization(database.db, pepper, {
         organizationName: org,
         email,
@@ -129,7 +132,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     const email = required(values, 'email');
     const role = values.role ?? 'member';
     if (role !== 'admin' && role !== 'member') throw new UsageError('--role must be admin or member');
-    const { result } = await withDatabase('remit users create', ({ database }) =>
+    const { result } = await withDatabase(env, 'remit users create', ({ database }) =>
       addUserToOrganization(database.db, pepper, {
         organizationUid: org,
         email,
@@ -144,7 +147,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     return;
   }
   if (command === 'migrate') {
-    const { result } = await withDatabase('remit migrate', async ({ appliedMigrations, database }) => ({
+    const { result } = await withDatabase(env, 'remit migrate', async ({ appliedMigrations, database }) => ({
       engine: database.kind,
       applied: appliedMigrations,
     }));
@@ -166,7 +169,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     const apRatio = values['ap-ratio'] === undefined ? 0.5 : Number(values['ap-ratio']);
     if (!(apRatio >= 0 && apRatio <= 1)) throw new UsageError('--ap-ratio must be between 0 and 1');
     const tasks = wholeNumber(values.tasks, 'tasks', 0);
-    const { result } = await withDatabase('remit seed', ({ database }) =>
+    const { result } = await withDatabase(env, 'remit seed', ({ database }) =>
       seedOrganization(database.db, { organizationUid: org, invoices, parties, apRatio, tasks }),
     );
     out.result(
@@ -179,7 +182,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     const org = required(values, 'org');
     if (!UUID.test(org)) throw new UsageError('--org must be an organization uid (a UUID)');
     if (sub === 'presets') {
-      const { result } = await withDatabase('remit metrics presets', ({ database }) =>
+      const { result } = await withDatabase(env, 'remit metrics presets', ({ database }) =>
         installMetricPresets(database.db, org),
       );
       out.result(
@@ -193,7 +196,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     const parsed = new Date(`${date}T00:00:00Z`);
     if (!/^\d{4}-\d{2}-\d{2}$/.test(date) || Number.isNaN(parsed.getTime()) || utcDayOf(parsed) !== date)
       throw new UsageError('--date must be a date, YYYY-MM-DD');
-    const { result } = await withDatabase('remit metrics compute', ({ database }) =>
+    const { result } = await withDatabase(env, 'remit metrics compute', ({ database }) =>
       computePresetValues(database.db, org, date),
     );
     out.result(
@@ -215,7 +218,7 @@ async function run(argv: string[], out: Output): Promise<void> {
     return;
   }
   if (command === 'secrets' && sub === 'rotate') {
-    const { result } = await withDatabase('remit secrets rotate', async ({ database }) => {
+    const { result } = await withDatabase(env, 'remit secrets rotate', async ({ database }) => {
       const box =
         config.secretKey || config.databaseUrl
           ? (await loadKeyring(config)).box
@@ -231,18 +234,29 @@ async function run(argv: string[], out: Output): Promise<void> {
   throw new UsageError(`Unknown command: ${[command, sub].filter(Boolean).join(' ')}`);
 }
 
-const argv = process.argv.slice(2);
-const json = argv.includes('--json');
-const out: Output = {
-  json,
-  result(value, human) {
-    process.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
-  },
-};
+/** Where one run of the CLI reads its configuration and writes its output: the process, or a test. */
+export interface CliIo {
+  env: Env;
+  stdout: { write(text: string): unknown };
+  stderr: { write(text: string): unknown };
+}
 
-run(argv, out)
-  .then(() => process.exit(0))
-  .catch((caught: unknown) => {
+/**
+ * Runs one `remit` command and returns its exit code (0, 1 failed, 2 usage) instead of exiting:
+ * `src/cli-main.ts` gives it the process, and tests run commands in-process through it.
+ */
+export async function runCli(argv: string[], io: CliIo): Promise<number> {
+  const json = argv.includes('--json');
+  const out: Output = {
+    json,
+    result(value, human) {
+      io.stdout.write(json ? `${JSON.stringify(value)}\n` : `${human}\n`);
+    },
+  };
+  try {
+    await run(argv, out, io.env);
+    return 0;
+  } catch (caught: unknown) {
     let error = caught;
     if ((error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       error = new UsageError((error as Error).message);
@@ -267,13 +281,14 @@ run(argv, out)
               : 'failed';
     // Unexpected failures keep their details (SQL, stack) on stderr only.
     const shown = code === 'failed' ? 'Unexpected failure; details on stderr' : message;
-    if (json) process.stdout.write(`${JSON.stringify({ error: { code, message: shown } })}\n`);
-    process.stderr.write(
+    if (json) io.stdout.write(`${JSON.stringify({ error: { code, message: shown } })}\n`);
+    io.stderr.write(
       `remit: ${known ? message : error instanceof Error ? (error.stack ?? message) : message}\n`,
     );
     const cause = (error as { cause?: unknown }).cause;
     if (!known && cause)
-      process.stderr.write(`caused by: ${cause instanceof Error ? cause.message : String(cause)}\n`);
-    if (error instanceof UsageError) process.stderr.write(`\n${USAGE}\n`);
-    process.exit(error instanceof UsageError ? 2 : 1);
-  });
+      io.stderr.write(`caused by: ${cause instanceof Error ? cause.message : String(cause)}\n`);
+    if (error instanceof UsageError) io.stderr.write(`\n${USAGE}\n`);
+    return error instanceof UsageError ? 2 : 1;
+  }
+}

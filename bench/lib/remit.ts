@@ -1,7 +1,7 @@
 /**
  * Remit as the bench runs it: compiled (`dist/`, built by scripts/build-if-stale.mjs at the start of the
  * bench), the server as `node --enable-source-maps dist/server.js` (what `npm start` runs, without npm
- * and its prestart check, so the spawned process is the server itself) and the CLI as `node dist/cli.js`.
+ * and its prestart check, so the spawned process is the server itself) and the CLI as `node dist/cli-main.js`.
  */
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -14,7 +14,7 @@ export const repoRoot = path.resolve(import.meta.dirname, '..', '..');
 
 /** Arguments of `node` for Remit's server and its CLI (relative to the repository root, the cwd). */
 export const REMIT_SERVER_ARGS = ['--enable-source-maps', 'dist/server.js'];
-export const REMIT_CLI_ARGS = ['dist/cli.js'];
+export const REMIT_CLI_ARGS = ['dist/cli-main.js'];
 /** As recorded in the results file. */
 export const REMIT_SERVER_COMMAND = `node ${REMIT_SERVER_ARGS.join(' ')}`;
 
@@ -39,7 +39,7 @@ export function buildRemit(log: (message: string) => void): void {
       `building Remit failed (node scripts/build-if-stale.mjs: ${result.error?.message ?? (result.signal || `exit ${String(result.status)}`)}); the bench runs the compiled server (dist/)\n${indent(output)}`,
     );
   }
-  for (const file of ['dist/server.js', 'dist/cli.js']) {
+  for (const file of ['dist/server.js', 'dist/cli-main.js']) {
     if (!existsSync(path.join(repoRoot, file))) {
       throw new BenchError(`building Remit left no ${file} (node scripts/build-if-stale.mjs)`);
     }

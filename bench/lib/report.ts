@@ -138,7 +138,7 @@ export interface BenchResults {
       load_process_cpus: string | null;
     };
     postgres_admin_url: string | null;
-    /** How Remit's server was started (the CLI: `node dist/cli.js`). */
+    /** How Remit's server was started (the CLI: `node dist/cli-main.js`). */
     remit_server_command: string;
     remit_env: Record<string, string>;
     /** Dataset sizes of the invoice scenarios (BENCH_INVOICE_SIZES). */

@@ -7,6 +7,7 @@ import { accountMailers } from '../../src/modules/email/email-sending.ts';
 import type { RunEnv } from '../../src/modules/agents/agent-runs.service.ts';
 import type { TestApp } from './app.ts';
 import { call } from './http.ts';
+import { until } from './until.ts';
 
 /**
  * What the agent-run, notification, conversation and collections tests share: polling (short, never
@@ -19,20 +20,7 @@ export const MISSING = '00000000-0000-4000-8000-000000000000';
 export const FINISHED = ['completed', 'failed', 'stopped', 'cancelled'];
 export const tag = () => crypto.randomBytes(3).toString('hex');
 
-/** Polls `probe` every 50 ms until it returns something truthy; fails after `ms` naming `what`. */
-export async function until<T>(
-  probe: () => Promise<T | undefined | null | false>,
-  what: string,
-  ms = 20_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const value = await probe();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`Timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+export { until };
 
 /** A day `n` days from now (negative: in the past), as an ISO date-time. */
 export const daysFromNow = (n: number) => new Date(Date.now() + n * 86_400_000).toISOString();

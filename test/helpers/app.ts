@@ -95,18 +95,29 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   };
 }
 
+export interface SecondInstanceOptions {
+  /** Its own rate limiter unless one is given (instances share nothing in memory). */
+  rateLimiter?: RateLimiter;
+  /**
+   * Settings of its own, e.g. a short outbound timeout for the tests that make a partner hang, so the
+   * first instance can keep generous ones for every call that must succeed.
+   */
+  config?: Partial<Config>;
+}
+
 /**
  * Another instance of the service over the same database (as a second process would be), with its own
  * rate limiter unless one is given.
  */
 export async function secondInstance(
   first: TestApp,
-  rateLimiter: RateLimiter = new MemoryRateLimiter(
-    first.config.rateLimitMax,
-    first.config.rateLimitWindowS * 1000,
-  ),
+  options: SecondInstanceOptions = {},
 ): Promise<{ app: App; close(): Promise<void> }> {
-  const app = await buildApp({ ...first.deps, rateLimiter }, { logger: false });
+  const rateLimiter =
+    options.rateLimiter ??
+    new MemoryRateLimiter(first.config.rateLimitMax, first.config.rateLimitWindowS * 1000);
+  const config = { ...first.config, ...options.config };
+  const app = await buildApp({ ...first.deps, config, rateLimiter }, { logger: false });
   await app.ready();
   return {
     app,

@@ -14,20 +14,29 @@ export interface RunResult {
   stderr: string;
 }
 
+/** What a process or a CLI run configures itself from: `env` over quiet logs (and a key on PostgreSQL). */
+export function remitEnv(env: Record<string, string>): Record<string, string> {
+  // PostgreSQL needs a configured key (the embedded database generates one into DATA_DIR).
+  const key: Record<string, string> =
+    env.DATABASE_URL && !('SECRET_KEY' in env) ? { SECRET_KEY: TEST_SECRET_KEY } : {};
+  return { LOG_LEVEL: 'warn', ...key, ...env };
+}
+
 function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
   const base = { ...process.env };
   for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'REDIS_URL', 'SECRET_KEY', 'SECRET_KEY_PREVIOUS'])
     delete base[name];
-  // PostgreSQL needs a configured key (the embedded database generates one into DATA_DIR).
-  const key = env.DATABASE_URL && !('SECRET_KEY' in env) ? { SECRET_KEY: TEST_SECRET_KEY } : {};
-  return { ...base, LOG_LEVEL: 'warn', ...key, ...env };
+  return { ...base, ...remitEnv(env) };
 }
 
-/** Runs the real `remit` CLI (src/cli.ts, what bin/remit.js runs compiled) and collects its output. */
-export function runCli(args: string[], env: Record<string, string>): Promise<RunResult> {
+/**
+ * Runs the real `remit` process (src/cli-main.ts, what bin/remit.js runs compiled) and collects its
+ * output: for what only a process shows (its exit, its lock on DATA_DIR against another process).
+ */
+export function runCliProcess(args: string[], env: Record<string, string>): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     // The source through tsx, as the server below: a test must never run a stale dist/ build.
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...args], {
+    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli-main.ts'), ...args], {
       cwd: ROOT,
       env: cleanEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -100,7 +109,7 @@ export interface WorkerProcess {
 
 /** Starts `remit worker` (src/cli.ts through tsx) as a real process and waits for its ready line. */
 export async function startWorker(env: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), 'worker'], {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli-main.ts'), 'worker'], {
     cwd: ROOT,
     // Info level: the ready line is what says the worker is working the queues.
     env: cleanEnv({ LOG_LEVEL: 'info', ...env }),

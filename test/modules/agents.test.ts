@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { and, asc, eq } from 'drizzle-orm';
 import { agents, agentVersions } from '../../src/modules/agents/agents.tables.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { FakeSlack } from '../helpers/fake-slack.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -43,7 +43,8 @@ beforeAll(async () => {
   slack.channel(NOT_MEMBER, false);
   slack.channel(ARCHIVED, true, true);
   t = await createTestApp({
-    env: { RATE_LIMIT_MAX: '100000', ...slack.env(), SLACK_TIMEOUT_MS: '300' },
+    // The default Slack timeout (5 s) for every call that must succeed; the hang test has its own.
+    env: { RATE_LIMIT_MAX: '100000', ...slack.env() },
   });
   p = await createPrincipals(t);
   foreignAgent = (await createAgent({ name: 'Foreign agent' }, p.orgB.admin.key)).uid;
@@ -559,8 +560,17 @@ describe('the chat channel check (SLACK_BOT_TOKEN set, fake Slack)', () => {
       expectErrorBody(await postAgent(body), 502, 'bad_gateway');
       slack.infoBehaviour = { kind: 'fail', error: 'invalid_auth' };
       expect(expectErrorBody(await postAgent(body), 502, 'bad_gateway').message).toContain('invalid_auth');
-      slack.infoBehaviour = { kind: 'hang' };
-      expectErrorBody(await postAgent(body), 504, 'gateway_timeout');
+      // An instance over the same database whose Slack timeout is short, so the hang ends soon.
+      const impatient = await secondInstance(t, {
+        config: { chat: { ...t.config.chat, timeoutMs: 300 } as typeof t.config.chat },
+      });
+      try {
+        slack.infoBehaviour = { kind: 'hang' };
+        const timedOut = await call(impatient.app, 'POST', '/api/agents', { key: p.orgA.admin.key, body });
+        expectErrorBody(timedOut, 504, 'gateway_timeout');
+      } finally {
+        await impatient.close();
+      }
     } finally {
       slack.reset();
     }

@@ -15,26 +15,34 @@ import { billingSyncIntents } from '../../src/modules/billing/billing.tables.ts'
 import { invoices } from '../../src/modules/invoices/invoices.tables.ts';
 import { sendOutbound } from '../../src/platform/http/outbound.ts';
 import type { App } from '../../src/platform/http/types.ts';
-import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { FakePartner, verifySignature } from '../helpers/fake-partner.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 
 /** Short partner timeout so the 504 paths stay fast (the default, 5 s, is asserted separately). */
-const TIMEOUT_MS = 500;
+/**
+ * The partner timeout of the calls this file makes a partner hang for (through `impatient`, an instance
+ * over the same database, and the reconciler): short, so a hang ends soon. Every call that must succeed
+ * goes through `t`, which keeps the 5 s default, so a busy machine never turns a success into a timeout.
+ */
+const SHORT_TIMEOUT_MS = 500;
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
 
 let t: TestApp;
+let impatient: { app: App; close(): Promise<void> };
 let p: Principals;
 const partners: FakePartner[] = [];
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { BILLING_TIMEOUT_MS: String(TIMEOUT_MS), RATE_LIMIT_MAX: '100000' } });
+  t = await createTestApp({ env: { RATE_LIMIT_MAX: '100000' } });
+  impatient = await secondInstance(t, { config: { billingTimeoutMs: SHORT_TIMEOUT_MS } });
   p = await createPrincipals(t);
 });
 afterAll(async () => {
   await Promise.all(partners.map((partner) => partner.close()));
+  await impatient?.close();
   await t?.close();
 });
 
@@ -45,10 +53,10 @@ const configure = (key: string, org: string, body: unknown, app: App = t.app) =>
 const getInvoice = (uid: string, key: string) => call(t.app, 'GET', `/api/invoices/${uid}`, { key });
 const putInvoice = (uid: string, body: unknown, key: string, app: App = t.app) =>
   call(app, 'PUT', `/api/invoices/${uid}`, { key, body });
-const reconcile = () =>
+const reconcile = (timeoutMs = 5000) =>
   reconcileBillingSyncs(t.db, invoiceViewForSync, {
     allowPrivateNetworkTargets: true,
-    timeoutMs: TIMEOUT_MS,
+    timeoutMs,
     secrets: t.deps.secrets,
     olderThanSeconds: 0,
   });
@@ -221,10 +229,11 @@ describe('billing integration admin routes', () => {
     );
   });
 
-  it('the default partner timeout is 5 s (this file runs with BILLING_TIMEOUT_MS=500)', () => {
+  it('the default partner timeout is 5 s (BILLING_TIMEOUT_MS sets another)', () => {
     expect(loadConfig({}).billingTimeoutMs).toBe(5000);
+    expect(loadConfig({ BILLING_TIMEOUT_MS: '500' }).billingTimeoutMs).toBe(500);
     expect(loadConfig({}).allowPrivateNetworkTargets).toBe(false);
-    expect(t.config.billingTimeoutMs).toBe(TIMEOUT_MS);
+    expect(t.config.billingTimeoutMs).toBe(5000);
   });
 
   const adminBody = () => ({ type: 'http', url: 'http://127.0.0.1:9/x', secret: 'b'.repeat(20) });
@@ -456,12 +465,11 @@ describe('PUT /api/invoices/{uid} with a billing integration', () => {
     const before = await getInvoice(invoice.uid, org.admin.key);
     partner.next({ kind: 'hang' });
     const started = Date.now();
-    const res = await putInvoice(invoice.uid, { invoice_number: 'TOO-SLOW' }, org.admin.key);
+    const res = await putInvoice(invoice.uid, { invoice_number: 'TOO-SLOW' }, org.admin.key, impatient.app);
     const elapsed = Date.now() - started;
-    expectErrorBody(res, 504, 'gateway_timeout');
-    expect(elapsed).toBeGreaterThanOrEqual(TIMEOUT_MS - 20);
-    // Well under the 5 s default: the configured timeout bounds it (slack for a loaded machine).
-    expect(elapsed).toBeLessThan(TIMEOUT_MS + 2500);
+    // The configured timeout (0.5 s, not the 5 s default) ended it; it never ends a call early.
+    expect(expectErrorBody(res, 504, 'gateway_timeout').message).toContain('within 0.5 s');
+    expect(elapsed).toBeGreaterThanOrEqual(SHORT_TIMEOUT_MS - 20);
     expect(partner.requests).toHaveLength(1);
     expect((await getInvoice(invoice.uid, org.admin.key)).raw).toBe(before.raw);
     const [intent] = await intentsOf(invoice.uid);
@@ -539,7 +547,10 @@ describe('PUT /api/invoices/{uid} with a billing integration', () => {
     const { org, partner, invoice } = await scenario();
     // The partner applies "A" under uid:N+1 but its answer never arrives: we roll back.
     partner.next({ kind: 'hang', apply: true });
-    expectErrorBody(await putInvoice(invoice.uid, { invoice_number: 'A' }, org.admin.key), 504);
+    expectErrorBody(
+      await putInvoice(invoice.uid, { invoice_number: 'A' }, org.admin.key, impatient.app),
+      504,
+    );
     const firstKey = partner.requests[0]!.idempotencyKey!;
     expect(firstKey).toBe(`${invoice.uid}:${invoice.revision + 1}`);
     expect(partner.state.get(invoice.uid)!.invoice.invoice_number).toBe('A');
@@ -576,7 +587,10 @@ describe('reconcileBillingSyncs', () => {
     const { org, partner, invoice } = await scenario();
     // The partner applied the update, then its answer was lost: it holds a state we never committed.
     partner.next({ kind: 'hang', apply: true });
-    expectErrorBody(await putInvoice(invoice.uid, { invoice_number: 'UNCOMMITTED' }, org.admin.key), 504);
+    expectErrorBody(
+      await putInvoice(invoice.uid, { invoice_number: 'UNCOMMITTED' }, org.admin.key, impatient.app),
+      504,
+    );
     const lostKey = partner.requests[0]!.idempotencyKey!;
     expect(partner.state.get(invoice.uid)!.invoice.invoice_number).toBe('UNCOMMITTED');
     const committed = (await getInvoice(invoice.uid, org.admin.key)).body.data;
@@ -647,7 +661,7 @@ describe('reconcileBillingSyncs', () => {
       .from(invoices)
       .where(and(eq(invoices.organizationUid, org.uid), eq(invoices.uid, invoice.uid)));
     // Exactly what PUT /api/invoices commits before it calls the partner...
-    const intent = await recordSyncIntent(t.db, row!, { timeoutMs: TIMEOUT_MS });
+    const intent = await recordSyncIntent(t.db, row!, { timeoutMs: 5000 });
     expect(intent.state).toBe('in_progress');
     expect(intent.idempotencyKey).toBe(`${invoice.uid}:${invoice.revision + 1}`);
     // ...and what it sends inside it: the updated invoice, which the partner accepts (200)...
@@ -662,7 +676,7 @@ describe('reconcileBillingSyncs', () => {
         'remit-signature': signBody(partner.secret, body),
       },
       body,
-      timeoutMs: 1000,
+      timeoutMs: 5000,
       allowPrivate: true,
     });
     expect(response.status).toBe(200);
@@ -696,7 +710,10 @@ describe('reconcileBillingSyncs', () => {
   it('(c) while the partner still fails the intent stays pending (attempts, last_error); later it succeeds', async () => {
     const { org, partner, invoice } = await scenario();
     partner.next({ kind: 'hang' });
-    expectErrorBody(await putInvoice(invoice.uid, { invoice_number: 'NEVER' }, org.admin.key), 504);
+    expectErrorBody(
+      await putInvoice(invoice.uid, { invoice_number: 'NEVER' }, org.admin.key, impatient.app),
+      504,
+    );
     expect(await intentsOf(invoice.uid)).toMatchObject([{ state: 'pending', attempts: 1 }]);
 
     partner.always({ kind: 'fail', status: 503 });
@@ -710,7 +727,7 @@ describe('reconcileBillingSyncs', () => {
 
       // A partner that does not answer at all counts the same way.
       partner.always({ kind: 'hang' });
-      await reconcile();
+      await reconcile(SHORT_TIMEOUT_MS);
       const [stillPending] = await intentsOf(invoice.uid);
       expect(stillPending).toMatchObject({ state: 'pending', attempts: 3 });
       expect(stillPending!.lastError).toMatch(/did not answer/);
@@ -749,7 +766,7 @@ describe('reconcileBillingSyncs', () => {
     expectErrorBody(await putInvoice(invoice.uid, { invoice_number: 'Y' }, org.admin.key), 502);
     await reconcileBillingSyncs(t.db, invoiceViewForSync, {
       allowPrivateNetworkTargets: true,
-      timeoutMs: TIMEOUT_MS,
+      timeoutMs: 5000,
       secrets: t.deps.secrets,
       olderThanSeconds: 3600,
     });

@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/platform/db/client.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { FakeSmtp } from '../helpers/fake-smtp.ts';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { engine } from '../helpers/test-database.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startServer, type ServerProcess } from '../helpers/processes.ts';
+import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
 
 /**
  * SIGTERM while an SMTP send is in flight: the server stops taking new jobs, lets the send finish (the
@@ -23,6 +24,7 @@ describe.skipIf(engine !== 'pglite')('shutdown during an SMTP send', () => {
   beforeAll(async () => {
     smtp = await new FakeSmtp().start();
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-shutdown-'));
+    await copyMigratedDatabaseInto(dataDir);
   });
   afterAll(async () => {
     server?.child.kill('SIGKILL');

@@ -1,5 +1,5 @@
 import crypto from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -163,8 +163,12 @@ describe('PATCH /api/invoices/{uid}/comments/{comment_uid}', () => {
 
   it('the author edits the text: last_modified_at moves, nothing else changes', async () => {
     const { inv, comment } = await withComment();
-    await new Promise((r) => setTimeout(r, 5));
-    const res = await patchComment(inv.uid, comment.uid, { text: 'Edited' });
+    // The edit happens a minute later on a fake clock (Date only): its time is exactly that minute.
+    const editedAt = new Date(Date.parse(comment.last_modified_at) + 60_000);
+    vi.useFakeTimers({ toFake: ['Date'], now: editedAt });
+    const res = await patchComment(inv.uid, comment.uid, { text: 'Edited' }).finally(() =>
+      vi.useRealTimers(),
+    );
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ status: 'success', status_code: 200 });
     expect(res.body.data).toEqual({
@@ -172,7 +176,7 @@ describe('PATCH /api/invoices/{uid}/comments/{comment_uid}', () => {
       text: 'Edited',
       last_modified_at: expect.stringMatching(ISO),
     });
-    expect(Date.parse(res.body.data.last_modified_at)).toBeGreaterThan(Date.parse(comment.last_modified_at));
+    expect(Date.parse(res.body.data.last_modified_at)).toBe(editedAt.getTime());
     expect((await getInvoice(inv.uid)).comments).toEqual([res.body.data]);
   });
 

@@ -9,6 +9,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
+import { nextMillisecond } from '../helpers/until.ts';
 
 type Who = 'admin' | 'member';
 type ListItem = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON items checked field by field
@@ -258,8 +259,6 @@ interface Dataset {
   orgBUids: string[];
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 async function buildDataset(t: TestApp, p: Principals): Promise<Dataset> {
   const org = p.orgA.uid;
   const keyOf: Record<Who, string> = { admin: p.orgA.admin.key, member: p.orgA.member.key };
@@ -321,7 +320,7 @@ async function buildDataset(t: TestApp, p: Principals): Promise<Dataset> {
     });
     uidOf[label] = created.uid;
     for (const [status, who] of s.then ?? []) {
-      await sleep(3); // distinct approval/registration instants, so ranges can split them
+      await nextMillisecond(); // distinct approval/registration instants, so ranges can split them
       // Under the invoice rule a member acts on a payable only while responsible for it: the admin
       // makes the member responsible for the step, then puts it back.
       const responsible = (uid: string | null) =>
@@ -335,7 +334,7 @@ async function buildDataset(t: TestApp, p: Principals): Promise<Dataset> {
     if (s.comment)
       await ok(201, 'POST', `/api/invoices/${created.uid}/comments`, { text: `comment on ${label}` });
   }
-  await sleep(3);
+  await nextMillisecond();
   const endedAt = new Date().toISOString();
   // Receivable invoices of orgA (A2 assigned to the member), and orgB's own invoices.
   const receivables: [string, string, Who[]][] = [

@@ -22,6 +22,7 @@ import { listeningTestApp, uploadWithForm, type ListeningTestApp } from '../help
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { CONTENT_TYPES, sampleFile, type SampleKind } from '../helpers/sample-files.ts';
+import { until } from '../helpers/until.ts';
 
 let t: ListeningTestApp;
 let p: Principals;
@@ -63,12 +64,10 @@ const getDocument = (uid: string, key = p.orgA.admin.key) =>
 
 /** Polls until the workflow has ended (ready or failed). */
 async function settled(uid: string) {
-  for (let i = 0; i < 150; i++) {
-    const res = await getDocument(uid);
-    if (res.body.data.status === 'ready' || res.body.data.status === 'failed') return res.body.data;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`knowledge document ${uid} never finished processing`);
+  return until(async () => {
+    const { data } = (await getDocument(uid)).body;
+    return (data.status === 'ready' || data.status === 'failed') && data;
+  }, `knowledge document ${uid} to finish processing`);
 }
 
 async function row(uid: string) {
@@ -453,10 +452,7 @@ describe('the sweep of presigns never confirmed', () => {
     expect((await uploadWithForm(presigned.presigned_post, { content: sampleFile('pdf') })).status).toBe(204);
     await expire(presigned.knowledge_document_uid, 3600);
     await t.deps.jobs.enqueue(t.db, KNOWLEDGE_SWEEP_QUEUE, {});
-    for (let i = 0; i < 100 && (await row(presigned.knowledge_document_uid)); i++) {
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(await row(presigned.knowledge_document_uid)).toBeUndefined();
+    await until(async () => !(await row(presigned.knowledge_document_uid)), 'the sweep to remove the row');
     expect(await t.deps.objectStorage.headObject(presigned.s3_object_name)).toBeNull();
   });
 });

@@ -50,7 +50,8 @@ beforeAll(async () => {
   slack.channel(LEFT, true);
   t = await createTestApp({
     workers: true,
-    env: { RATE_LIMIT_MAX: '100000', ...slack.env(), SLACK_TIMEOUT_MS: '1500' },
+    // The default Slack timeout (5 s) for every post that must succeed; the hang test shortens it.
+    env: { RATE_LIMIT_MAX: '100000', ...slack.env() },
   });
   p = await createPrincipals(t);
   foreignAgent = (await createAgent(t, p.orgB.admin.key, { name: 'Foreign' })).uid;
@@ -209,7 +210,14 @@ describe('delivery through the Slack Web API', () => {
   const failures = [
     { name: 'an error code', behaviour: { kind: 'fail', error: 'ratelimited' }, says: 'ratelimited' },
     { name: 'HTTP 500', behaviour: { kind: 'http', status: 500 }, says: 'HTTP 500' },
-    { name: 'no answer within SLACK_TIMEOUT_MS', behaviour: { kind: 'hang' }, says: 'timed out' },
+    {
+      name: 'no answer within SLACK_TIMEOUT_MS',
+      behaviour: { kind: 'hang' },
+      says: 'timed out',
+      // The chat clients (the routes' and the workers') read their timeout from this configuration at
+      // each call: shortened for this case only, so four hanging posts end in about a second.
+      timeoutMs: 300,
+    },
   ] as const;
   for (const failure of failures) {
     it(`Slack failing (${failure.name}): the run still ends as it would, the delivery is recorded as failed`, async () => {
@@ -220,6 +228,9 @@ describe('delivery through the Slack Web API', () => {
       await r.invoice((await r.client()).uid);
       const collector = await createCollectionsAgent(t, org.key, config());
       slack.behaviour = failure.behaviour;
+      const chat = t.config.chat as { timeoutMs: number };
+      const timeoutMs = chat.timeoutMs;
+      if ('timeoutMs' in failure) chat.timeoutMs = failure.timeoutMs;
       let notes: Record<string, unknown>[];
       try {
         expect((await runAgent(t, org.key, ok.uid)).attributes.status).toBe('completed');
@@ -234,6 +245,7 @@ describe('delivery through the Slack Web API', () => {
         ];
       } finally {
         slack.reset();
+        chat.timeoutMs = timeoutMs;
       }
       expect(notes.map((n) => n.event)).toEqual(['outcome', 'error', 'outcome', 'approval_required']);
       for (const note of notes) {

@@ -7,8 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { engine } from '../helpers/test-database.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startServer, type ServerProcess } from '../helpers/processes.ts';
+import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
+import { until } from '../helpers/until.ts';
 
 describe('a low disk, in process: writes 507, reads and health go on', () => {
   let t: TestApp;
@@ -70,6 +72,7 @@ describe.skipIf(!canMount || engine !== 'pglite')('the embedded database on a fu
   it('507 while full, reads go on, SIGTERM exits, freed space resumes writes, nothing lost', async () => {
     const dataDir = path.join(mountPoint, 'data');
     const env = { DATA_DIR: dataDir, MIN_FREE_DISK_MB: '16' };
+    await copyMigratedDatabaseInto(dataDir);
     const init = await runCli(['init', '--org', 'Acme', '--email', 'admin@acme.test', '--json'], env);
     expect(init.code, init.stderr).toBe(0);
     const key = (JSON.parse(init.stdout) as { api_key: string }).api_key;
@@ -81,29 +84,33 @@ describe.skipIf(!canMount || engine !== 'pglite')('the embedded database on a fu
         ...(body ? { body: JSON.stringify(body) } : {}),
       });
     expect((await api('POST', '/api/parties', { name: 'Before', role: 'client' })).status).toBe(201);
+    // The guard re-reads the disk at most every 250 ms; /healthz asks the same guard, and reads only.
+    const health = async () =>
+      ((await (await fetch(`${server!.url}/healthz`)).json()) as { status: string }).status;
+    const healthBecomes = (status: string) =>
+      until(async () => (await health()) === status, `/healthz to say ${status}`);
 
     // Fill the disk down to 8 MB free: under the 16 MB threshold.
     const stats = fs.statfsSync(mountPoint);
     const filler = path.join(mountPoint, 'filler');
     fs.writeFileSync(filler, Buffer.alloc(stats.bavail * stats.bsize - 8 * 1024 * 1024));
-    await new Promise((r) => setTimeout(r, 300)); // the guard re-reads the disk at most every 250 ms
+    await healthBecomes('degraded');
 
     const refused = await api('POST', '/api/parties', { name: 'During', role: 'client' });
     expect(refused.status).toBe(507);
     expect(((await refused.json()) as { code: string }).code).toBe('storage_full');
     const list = await api('GET', '/api/parties');
     expect(list.status).toBe(200);
-    const health = (await (await fetch(`${server.url}/healthz`)).json()) as { status: string };
-    expect(health.status).toBe('degraded');
+    expect(await health()).toBe('degraded');
 
     // Space freed: the same process takes writes again.
     fs.rmSync(filler);
-    await new Promise((r) => setTimeout(r, 300));
+    await healthBecomes('ok');
     expect((await api('POST', '/api/parties', { name: 'After', role: 'client' })).status).toBe(201);
 
     // Full again, then SIGTERM: the process exits within its grace.
     fs.writeFileSync(filler, Buffer.alloc(fs.statfsSync(mountPoint).bavail * stats.bsize - 8 * 1024 * 1024));
-    await new Promise((r) => setTimeout(r, 300));
+    await healthBecomes('degraded');
     expect((await api('POST', '/api/parties', { name: 'Refused', role: 'client' })).status).toBe(507);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);

@@ -1,11 +1,9 @@
-import crypto from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openDatabase, rawQuery } from '../../src/platform/db/client.ts';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startServer, type ServerProcess } from '../helpers/processes.ts';
+import { processDatabase } from '../helpers/test-database.ts';
 
 /**
  * Idempotent payments through kill -9. Clients each record a sequence of payments, every one under its
@@ -32,17 +30,10 @@ describe('idempotent payments under kill -9', () => {
   });
 
   it(`${CLIENTS} clients × ${PAYMENTS_PER_CLIENT} keyed payments, up to ${MAX_KILLS} SIGKILLs: one payment per key, identical answers`, async () => {
-    const env: Record<string, string> = { RATE_LIMIT_MAX: '100000' };
-    let databaseName: string | undefined;
-    if (engine === 'postgres') {
-      databaseName = `remit_crash_${crypto.randomBytes(5).toString('hex')}`;
-      await adminQuery(`create database ${databaseName}`);
-      env.DATABASE_URL = withDatabaseName(testDatabaseUrl!, databaseName);
-      cleanups.push(() => adminQuery(`drop database if exists ${databaseName} with (force)`));
-    } else {
-      env.DATA_DIR = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-crash-'));
-      cleanups.push(() => fs.rmSync(env.DATA_DIR!, { recursive: true, force: true }));
-    }
+    // A migrated database of its own: the server restarts below are the processes under test.
+    const processDb = await processDatabase('remit-crash-');
+    cleanups.push(() => processDb.drop());
+    const env: Record<string, string> = { RATE_LIMIT_MAX: '100000', ...processDb.env };
     const init = await runCli(['init', '--org', 'Acme', '--email', 'admin@acme.test', '--json'], env);
     expect(init.code, init.stderr).toBe(0);
     const apiKey = (JSON.parse(init.stdout) as { api_key: string }).api_key;

@@ -4,6 +4,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { Jobs } from '../../src/platform/jobs/jobs.ts';
 import { organizations } from '../../src/modules/tenancy/tenancy.tables.ts';
+import { until } from '../helpers/until.ts';
 
 let t: TestApp;
 const seen: { name: string; data: unknown }[] = [];
@@ -25,13 +26,7 @@ async function jobsIn(queue: string) {
   );
 }
 
-async function waitFor(check: () => boolean, timeoutMs = 10_000) {
-  const started = Date.now();
-  while (!check()) {
-    if (Date.now() - started > timeoutMs) throw new Error('timed out waiting');
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const waitFor = (check: () => boolean) => until(async () => check(), 'the job');
 
 describe('jobs', () => {
   it('a job enqueued in a committed transaction exists and is worked', async () => {

@@ -231,8 +231,10 @@ describe('sendOutbound', () => {
     const error = await rejection(send(`http://127.0.0.1:${port}/`, true, 300));
     const elapsed = Date.now() - started;
     expect((error as OutboundError).kind).toBe('timeout');
+    // Never early; the upper bound only tells it from no timeout at all (a hang), loosely, so a busy
+    // machine cannot fail it.
     expect(elapsed).toBeGreaterThanOrEqual(280);
-    expect(elapsed).toBeLessThan(2000);
+    expect(elapsed).toBeLessThan(10_000);
   });
 
   it('bounds the whole exchange: a body that trickles forever times out too', async () => {
@@ -244,7 +246,7 @@ describe('sendOutbound', () => {
     const started = Date.now();
     const error = await rejection(send(`http://127.0.0.1:${port}/`, true, 400));
     expect((error as OutboundError).kind).toBe('timeout');
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started).toBeLessThan(10_000);
   });
 
   it('reports a refused connection as a network error', async () => {

@@ -3,9 +3,13 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { runCli } from '../helpers/cli.ts';
+import { runCliProcess, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { until } from '../helpers/until.ts';
 
-// Real processes on the embedded database: the `remit` CLI and the server of `npm start`.
+// Real processes on the embedded database: the `remit` CLI and the server of `npm start`. The first
+// `init` and the refused second process run as processes; the other commands run in this process
+// (runCli: the same command code, without a process start each).
 let dataDir: string;
 let server: ServerProcess | undefined;
 
@@ -28,7 +32,8 @@ describe('remit CLI and server processes', { timeout: 120_000 }, () => {
   let adminKey: string;
 
   it('remit init --json prints exactly one JSON object with the organization, user and key', async () => {
-    const res = await runCli(
+    // On an empty DATA_DIR: the process creates and migrates the database first.
+    const res = await runCliProcess(
       ['init', '--org', 'Acme', '--email', 'Ada@Acme.test', '--name', 'Ada Admin', '--json'],
       {
         DATA_DIR: dataDir,
@@ -82,7 +87,7 @@ describe('remit CLI and server processes', { timeout: 120_000 }, () => {
   it('a second process on the same DATA_DIR exits non-zero naming the holder, and touches nothing', async () => {
     server = await startServer({ DATA_DIR: dataDir });
     const before = fs.readFileSync(path.join(dataDir, 'remit.lock'), 'utf8');
-    const res = await runCli(['init', '--org', 'Intruder', '--email', 'i@x.test', '--json'], {
+    const res = await runCliProcess(['init', '--org', 'Intruder', '--email', 'i@x.test', '--json'], {
       DATA_DIR: dataDir,
     });
     expect(res.code).not.toBe(0);
@@ -100,23 +105,34 @@ describe('remit CLI and server processes', { timeout: 120_000 }, () => {
   it('SIGTERM stops accepting, finishes the in-flight request, then exits 0 and releases the lock', async () => {
     const s = server!;
     const body = JSON.stringify({ name: 'in flight' });
-    // A request whose body is still arriving when the signal lands.
+    // A request whose body is still arriving when the signal lands. With `Expect: 100-continue` the
+    // server answers "100 Continue" as it takes the request up: then it is in flight, no guessing.
     const socket = net.connect(s.port, '127.0.0.1');
     await new Promise<void>((r) => socket.once('connect', () => r()));
     let response = '';
     socket.on('data', (d: Buffer) => (response += d.toString()));
     socket.write(
       `POST /api/api-keys HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${adminKey}\r\n` +
-        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+        `Content-Type: application/json\r\nContent-Length: ${body.length}\r\nExpect: 100-continue\r\n\r\n` +
+        body.slice(0, 5),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    await until(
+      async () => response.startsWith('HTTP/1.1 100 Continue\r\n\r\n'),
+      'the request to be taken up',
+    );
     s.child.kill('SIGTERM');
-    await new Promise((r) => setTimeout(r, 500));
-    // New connections are refused while the in-flight request is finishing.
-    await expect(fetch(`${s.url}/healthz`)).rejects.toThrow();
+    // New connections are refused while the in-flight request is finishing (its body is still ours).
+    await until(
+      () =>
+        fetch(`${s.url}/healthz`).then(
+          () => false,
+          () => true,
+        ),
+      'the server to stop accepting connections',
+    );
     socket.write(body.slice(5));
     const code = await s.exited;
-    expect(response).toMatch(/^HTTP\/1\.1 200/);
+    expect(response).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\nHTTP\/1\.1 200/);
     expect(response).toContain('"name":"in flight"');
     expect(code).toBe(0);
     expect(fs.existsSync(path.join(dataDir, 'remit.lock'))).toBe(false);

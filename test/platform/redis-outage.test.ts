@@ -75,8 +75,9 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
     redis.kill('SIGSTOP');
     const first = Date.now();
     const tripped = await limiter.hit('k');
-    // Bounded by the 100 ms command timeout, not by a TCP or reconnect timeout of seconds.
-    expect(Date.now() - first).toBeLessThan(2000);
+    // Bounded by the 100 ms command timeout, not by a TCP or reconnect timeout (10 s and more); the
+    // bound is loose so that a busy machine cannot fail it.
+    expect(Date.now() - first).toBeLessThan(5000);
     expect(tripped).toMatchObject({ allowed: true, limit: 5 });
     expect(limiter.store).toBe('memory');
     expect(changes).toEqual(['degraded']);
@@ -119,7 +120,7 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
     }, 'the circuit to open');
     const started = Date.now();
     const decision = await limiter.hit('down-2');
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(Date.now() - started).toBeLessThan(5000);
     expect(decision).toMatchObject({ allowed: true, limit: 5, remaining: 4 });
     expect(changes).toEqual(['degraded', 'healthy', 'degraded']);
 

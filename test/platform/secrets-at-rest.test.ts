@@ -15,8 +15,15 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { FakePartner } from '../helpers/fake-partner.ts';
 import { call } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startServer, type ServerProcess } from '../helpers/processes.ts';
+import {
+  adminQuery,
+  copyMigratedDatabaseInto,
+  engine,
+  testDatabaseUrl,
+  withDatabaseName,
+} from '../helpers/test-database.ts';
 
 const keyOf = () => parseSecretKey(generateSecretKey(), 'key');
 
@@ -168,8 +175,9 @@ describe('credentials in the database', () => {
 describe.skipIf(engine !== 'pglite')('the embedded key file, rotation and a wrong key', () => {
   let dataDir: string;
   let server: ServerProcess | undefined;
-  beforeAll(() => {
+  beforeAll(async () => {
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-keys-'));
+    await copyMigratedDatabaseInto(dataDir);
   });
   afterAll(() => {
     server?.child.kill('SIGKILL');
