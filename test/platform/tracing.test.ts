@@ -7,7 +7,8 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { createTestApp } from '../helpers/app.ts';
 import { FakeSlack } from '../helpers/fake-slack.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
-import { runCli, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { runCli } from '../helpers/cli.ts';
+import { startServer, type ServerProcess } from '../helpers/processes.ts';
 import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
 
 /**

@@ -5,13 +5,8 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSmtp, type ReceivedMail } from '../helpers/fake-smtp.ts';
-import {
-  runCli,
-  startServer,
-  startWorker,
-  type ServerProcess,
-  type WorkerProcess,
-} from '../helpers/processes.ts';
+import { startServer, startWorker, type ServerProcess, type WorkerProcess } from '../helpers/processes.ts';
+import { runCli } from '../helpers/cli.ts';
 import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
 
 /**

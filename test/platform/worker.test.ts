@@ -2,13 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  runCli,
-  startServer,
-  startWorker,
-  type ServerProcess,
-  type WorkerProcess,
-} from '../helpers/processes.ts';
+import { startServer, startWorker, type ServerProcess, type WorkerProcess } from '../helpers/processes.ts';
+import { runCli } from '../helpers/cli.ts';
 import { engine } from '../helpers/test-database.ts';
 
 /**
