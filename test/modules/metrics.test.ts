@@ -1007,6 +1007,8 @@ describe('preset receivables metrics', () => {
         createdByUserUid: books.user_uid,
       },
     ]);
+    // The presets every test here computes (the install test below works on an organization of its own).
+    await installMetricPresets(t.db, org);
   });
 
   const booksSeries = async (metricUid: string, query: Record<string, string> = {}) => {
@@ -1021,19 +1023,23 @@ describe('preset receivables metrics', () => {
   };
 
   it('installs every preset definition once; a re-run adds nothing and keeps edits', async () => {
-    const first = await installMetricPresets(t.db, books.organization_uid);
+    const shelf = await initOrganization(t.db, t.config.apiKeyPepper, {
+      organizationName: 'Shelf',
+      email: `shelf-${tag()}@shelf.test`,
+    });
+    const first = await installMetricPresets(t.db, shelf.organization_uid);
     expect(first.installed).toEqual(PRESET_DEFINITIONS.map((d) => d.uid));
     expect(first.already_installed).toEqual([]);
-    const renamed = await patchMetric('dso_countback', { name: 'Our DSO' }, books.api_key);
+    const renamed = await patchMetric('dso_countback', { name: 'Our DSO' }, shelf.api_key);
     expect(renamed.status, renamed.raw).toBe(200);
-    const again = await installMetricPresets(t.db, books.organization_uid);
+    const again = await installMetricPresets(t.db, shelf.organization_uid);
     expect(again).toEqual({
-      organization_uid: books.organization_uid,
+      organization_uid: shelf.organization_uid,
       installed: [],
       already_installed: PRESET_DEFINITIONS.map((d) => d.uid),
       conflicts: [],
     });
-    const dso = (await getMetric('dso_countback', books.api_key)).body.data;
+    const dso = (await getMetric('dso_countback', shelf.api_key)).body.data;
     expect(dso).toMatchObject({
       name: 'Our DSO',
       preset: 'dso_countback',
@@ -1042,7 +1048,7 @@ describe('preset receivables metrics', () => {
       context_type: 'ORGANIZATION',
     });
     expect(dso.formula).toMatch(/Walk back/);
-    const party = (await getMetric('client_overdue_amount_cents', books.api_key)).body.data;
+    const party = (await getMetric('client_overdue_amount_cents', shelf.api_key)).body.data;
     expect(party).toMatchObject({ context_type: 'PARTY', value_type: 'currency', storage_unit: 'cents' });
   });
 
@@ -1133,7 +1139,7 @@ describe('preset receivables metrics', () => {
     expect((await patchMetric('aging_over_90_cents', { is_active: false }, books.api_key)).status).toBe(200);
     const next = await computePresetValues(t.db, books.organization_uid, '2025-03-16');
     expect(next.values_written).toBe(12);
-    expect(await booksSeries('aging_over_90_cents', { from: '2025-03-16' })).toEqual([]);
+    expect(await booksSeries('aging_over_90_cents', { from: '2025-03-16', to: '2025-03-16' })).toEqual([]);
     expect((await patchMetric('aging_over_90_cents', { is_active: true }, books.api_key)).status).toBe(200);
   });
 
@@ -1162,13 +1168,19 @@ describe('preset receivables metrics', () => {
     expect(schedule).toEqual({ cron: METRIC_PRESETS_CRON, timezone: 'UTC' });
     expect(METRIC_PRESETS_CRON).toBe('15 0 * * *');
 
+    // Another organization with presets, so "every organization" means more than the books.
+    const other = await initOrganization(t.db, t.config.apiKeyPepper, {
+      organizationName: 'Other books',
+      email: `other-${tag()}@books.test`,
+    });
+    await installMetricPresets(t.db, other.organization_uid);
     const errors: unknown[] = [];
     const summary = await runDailyPresetJob(t.db, new Date('2025-03-16T00:15:00Z'), (_org, e) =>
       errors.push(e),
     );
     expect(errors).toEqual([]);
     expect(summary).toMatchObject({ metric_date: AS_OF, failed: 0 });
-    expect(summary.organizations).toBeGreaterThanOrEqual(2); // books and orgA
+    expect(summary.organizations).toBeGreaterThanOrEqual(2); // the books and the other
     const [cei] = await booksSeries('cei_trailing_30_days', { from: AS_OF, to: AS_OF });
     expect(cei!.value).toBe(30.77);
   });

@@ -31,7 +31,9 @@ async function answers(port: number): Promise<boolean> {
   });
 }
 
-describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', () => {
+// Steps of one story on one Redis process, in this order (also when the suite runs shuffled): frozen,
+// thawed, killed and restarted.
+describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', { shuffle: false }, () => {
   let port: number;
   let redis: ChildProcess;
   let limiter: RedisRateLimiter;
