@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { invoicePayments, invoices } from '../../src/modules/invoices/invoices.tables.ts';
@@ -20,7 +17,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { runCli } from '../helpers/cli.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { until } from '../helpers/until.ts';
-import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
+import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -1202,15 +1199,14 @@ describe('preset receivables metrics', () => {
 
 // ---------------------------------------------------------------------------------------------------
 describe('remit metrics presets / compute (the CLI, in-process)', () => {
-  let dataDir: string;
+  let processDb: ProcessDatabase;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-metrics-cli-'));
-    if (engine === 'pglite') await copyMigratedDatabaseInto(dataDir);
-    env = engine === 'postgres' ? { DATABASE_URL: t.databaseUrl!, DATA_DIR: dataDir } : { DATA_DIR: dataDir };
+    processDb = await processDatabase('remit-metrics-cli-');
+    env = processDb.env;
   });
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => processDb?.drop());
 
   function oneJsonObject(stdout: string): Record<string, unknown> {
     const lines = stdout.trim().split('\n');
