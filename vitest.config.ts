@@ -1,13 +1,34 @@
 import { defineConfig } from 'vitest/config';
 
+/**
+ * Test files share their worker processes (`isolate: false`): the modules of the app are loaded once
+ * per worker instead of once per file (about 2 s a file), so a file must leave the process as it found
+ * it: close what it opened, restore what it changed (test/setup-file.ts restores the clock, spies and
+ * the environment). A file that cannot — one that installs something process-wide for good, such as a
+ * global tracer or patched modules — is named `*.isolated.test.ts` and gets a process of its own.
+ */
+const ISOLATED = ['src/**/*.isolated.test.ts', 'test/**/*.isolated.test.ts'];
+
 export default defineConfig({
   test: {
-    include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],
+    setupFiles: ['test/setup-file.ts'],
     pool: 'forks',
     maxWorkers: 2,
     testTimeout: 30_000,
     hookTimeout: 60_000,
     reporters: ['default'],
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: ['src/**/*.test.ts', 'test/**/*.test.ts'],
+          exclude: ISOLATED,
+          isolate: false,
+        },
+      },
+      { extends: true, test: { name: 'isolated', include: ISOLATED, isolate: true } },
+    ],
   },
 });

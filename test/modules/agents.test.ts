@@ -247,10 +247,15 @@ describe('GET /api/agents/{uid}', () => {
 
 describe('GET /api/agents', () => {
   it("lists the organization's agents newest first with _meta; never another organization's", async () => {
+    // Its own agents, whatever the other tests (in whatever order) created before.
+    const mine: string[] = [];
+    for (let i = 0; i < 4; i++) mine.push((await createAgent({ name: `Listed ${i}` })).uid);
     const res = await call(t.app, 'GET', '/api/agents', { key: p.orgA.admin.key, query: { per_page: 100 } });
     expect(res.status).toBe(200);
     const { items, _meta } = res.body.data;
     expect(items.length).toBeGreaterThan(3);
+    const uids = items.map((a: { uid: string }) => a.uid);
+    expect(uids.filter((uid: string) => mine.includes(uid))).toEqual([...mine].reverse());
     expect(_meta).toEqual({ page: 1, per_page: 100, total_pages: 1, total_items: items.length });
     expect(items.every((a: { organization_uid: string }) => a.organization_uid === p.orgA.uid)).toBe(true);
     expect(items.map((a: { uid: string }) => a.uid)).not.toContain(foreignAgent);

@@ -622,15 +622,22 @@ describe('GET /api/invoices/{uid}/attachments', () => {
   });
 
   it('is stable when several attachments share a created_on', async () => {
+    // An invoice of its own: the other tests here rely on the upload order of theirs.
+    const own = await newInvoice(p.orgA.admin.key);
+    const ownUploads: string[] = [];
+    for (const name of ['one.pdf', 'two.pdf', 'three.pdf']) {
+      ownUploads.push((await upload(own, [['file', pdf(Buffer.from(name), name)]])).body.data.uid);
+    }
     await t.db.execute(
-      sql`update invoice_attachments set created_on = '2026-01-01T00:00:00Z' where invoice_uid = ${invoice}`,
+      sql`update invoice_attachments set created_on = '2026-01-01T00:00:00Z' where invoice_uid = ${own}`,
     );
-    const all = (await list({ per_page: 100 })).body.data.items.map((a: { uid: string }) => a.uid);
-    expect(all).toEqual([...uploaded].sort().reverse());
+    const listOwn = (query: Record<string, number>) => list(query, p.orgA.admin.key, own);
+    const all = (await listOwn({ per_page: 100 })).body.data.items.map((a: { uid: string }) => a.uid);
+    expect(all).toEqual([...ownUploads].sort().reverse());
     const paged = [
-      ...(await list({ per_page: 1, page: 1 })).body.data.items,
-      ...(await list({ per_page: 1, page: 2 })).body.data.items,
-      ...(await list({ per_page: 1, page: 3 })).body.data.items,
+      ...(await listOwn({ per_page: 1, page: 1 })).body.data.items,
+      ...(await listOwn({ per_page: 1, page: 2 })).body.data.items,
+      ...(await listOwn({ per_page: 1, page: 3 })).body.data.items,
     ].map((a: { uid: string }) => a.uid);
     expect(paged).toEqual(all);
   });

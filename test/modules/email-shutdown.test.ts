@@ -1,5 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/platform/db/client.ts';
@@ -7,7 +5,7 @@ import { rawQuery } from '../../src/platform/db/client.ts';
 import { FakeSmtp } from '../helpers/fake-smtp.ts';
 import { runCli } from '../helpers/cli.ts';
 import { startServer, type ServerProcess } from '../helpers/processes.ts';
-import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
+import { engine, processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
 
 /**
  * SIGTERM while an SMTP send is in flight: the server stops taking new jobs, lets the send finish (the
@@ -19,17 +17,18 @@ import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
 describe.skipIf(engine !== 'pglite')('shutdown during an SMTP send', () => {
   let smtp: FakeSmtp;
   let server: ServerProcess | undefined;
+  let processDb: ProcessDatabase;
   let dataDir: string;
 
   beforeAll(async () => {
     smtp = await new FakeSmtp().start();
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-shutdown-'));
-    await copyMigratedDatabaseInto(dataDir);
+    processDb = await processDatabase('remit-shutdown-');
+    dataDir = processDb.dataDir;
   });
   afterAll(async () => {
     server?.child.kill('SIGKILL');
     await smtp?.stop();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await processDb?.drop();
   });
 
   it('the in-flight send finishes and is recorded; the process then exits 0', async () => {

@@ -1,6 +1,3 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { invoicePayments, invoices } from '../../src/modules/invoices/invoices.tables.ts';
@@ -20,7 +17,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { runCli } from '../helpers/cli.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { until } from '../helpers/until.ts';
-import { copyMigratedDatabaseInto, engine } from '../helpers/test-database.ts';
+import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -1007,6 +1004,8 @@ describe('preset receivables metrics', () => {
         createdByUserUid: books.user_uid,
       },
     ]);
+    // The presets every test here computes (the install test below works on an organization of its own).
+    await installMetricPresets(t.db, org);
   });
 
   const booksSeries = async (metricUid: string, query: Record<string, string> = {}) => {
@@ -1021,19 +1020,23 @@ describe('preset receivables metrics', () => {
   };
 
   it('installs every preset definition once; a re-run adds nothing and keeps edits', async () => {
-    const first = await installMetricPresets(t.db, books.organization_uid);
+    const shelf = await initOrganization(t.db, t.config.apiKeyPepper, {
+      organizationName: 'Shelf',
+      email: `shelf-${tag()}@shelf.test`,
+    });
+    const first = await installMetricPresets(t.db, shelf.organization_uid);
     expect(first.installed).toEqual(PRESET_DEFINITIONS.map((d) => d.uid));
     expect(first.already_installed).toEqual([]);
-    const renamed = await patchMetric('dso_countback', { name: 'Our DSO' }, books.api_key);
+    const renamed = await patchMetric('dso_countback', { name: 'Our DSO' }, shelf.api_key);
     expect(renamed.status, renamed.raw).toBe(200);
-    const again = await installMetricPresets(t.db, books.organization_uid);
+    const again = await installMetricPresets(t.db, shelf.organization_uid);
     expect(again).toEqual({
-      organization_uid: books.organization_uid,
+      organization_uid: shelf.organization_uid,
       installed: [],
       already_installed: PRESET_DEFINITIONS.map((d) => d.uid),
       conflicts: [],
     });
-    const dso = (await getMetric('dso_countback', books.api_key)).body.data;
+    const dso = (await getMetric('dso_countback', shelf.api_key)).body.data;
     expect(dso).toMatchObject({
       name: 'Our DSO',
       preset: 'dso_countback',
@@ -1042,7 +1045,7 @@ describe('preset receivables metrics', () => {
       context_type: 'ORGANIZATION',
     });
     expect(dso.formula).toMatch(/Walk back/);
-    const party = (await getMetric('client_overdue_amount_cents', books.api_key)).body.data;
+    const party = (await getMetric('client_overdue_amount_cents', shelf.api_key)).body.data;
     expect(party).toMatchObject({ context_type: 'PARTY', value_type: 'currency', storage_unit: 'cents' });
   });
 
@@ -1133,7 +1136,7 @@ describe('preset receivables metrics', () => {
     expect((await patchMetric('aging_over_90_cents', { is_active: false }, books.api_key)).status).toBe(200);
     const next = await computePresetValues(t.db, books.organization_uid, '2025-03-16');
     expect(next.values_written).toBe(12);
-    expect(await booksSeries('aging_over_90_cents', { from: '2025-03-16' })).toEqual([]);
+    expect(await booksSeries('aging_over_90_cents', { from: '2025-03-16', to: '2025-03-16' })).toEqual([]);
     expect((await patchMetric('aging_over_90_cents', { is_active: true }, books.api_key)).status).toBe(200);
   });
 
@@ -1162,13 +1165,19 @@ describe('preset receivables metrics', () => {
     expect(schedule).toEqual({ cron: METRIC_PRESETS_CRON, timezone: 'UTC' });
     expect(METRIC_PRESETS_CRON).toBe('15 0 * * *');
 
+    // Another organization with presets, so "every organization" means more than the books.
+    const other = await initOrganization(t.db, t.config.apiKeyPepper, {
+      organizationName: 'Other books',
+      email: `other-${tag()}@books.test`,
+    });
+    await installMetricPresets(t.db, other.organization_uid);
     const errors: unknown[] = [];
     const summary = await runDailyPresetJob(t.db, new Date('2025-03-16T00:15:00Z'), (_org, e) =>
       errors.push(e),
     );
     expect(errors).toEqual([]);
     expect(summary).toMatchObject({ metric_date: AS_OF, failed: 0 });
-    expect(summary.organizations).toBeGreaterThanOrEqual(2); // books and orgA
+    expect(summary.organizations).toBeGreaterThanOrEqual(2); // the books and the other
     const [cei] = await booksSeries('cei_trailing_30_days', { from: AS_OF, to: AS_OF });
     expect(cei!.value).toBe(30.77);
   });
@@ -1190,15 +1199,14 @@ describe('preset receivables metrics', () => {
 
 // ---------------------------------------------------------------------------------------------------
 describe('remit metrics presets / compute (the CLI, in-process)', () => {
-  let dataDir: string;
+  let processDb: ProcessDatabase;
   let env: Record<string, string>;
 
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-metrics-cli-'));
-    if (engine === 'pglite') await copyMigratedDatabaseInto(dataDir);
-    env = engine === 'postgres' ? { DATABASE_URL: t.databaseUrl!, DATA_DIR: dataDir } : { DATA_DIR: dataDir };
+    processDb = await processDatabase('remit-metrics-cli-');
+    env = processDb.env;
   });
-  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+  afterAll(async () => processDb?.drop());
 
   function oneJsonObject(stdout: string): Record<string, unknown> {
     const lines = stdout.trim().split('\n');

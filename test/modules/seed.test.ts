@@ -6,12 +6,13 @@ import { rawQuery } from '../../src/platform/db/client.ts';
 import { SEED_RARE_WORD, seedOrganization } from '../../src/modules/seed/seed.service.ts';
 
 let t: TestApp;
-let p: Principals;
 
 beforeAll(async () => {
   t = await createTestApp();
-  p = await createPrincipals(t);
 });
+
+/** Organizations of the test's own: seeding adds to what an organization has, so none is shared. */
+const ownPrincipals = (): Promise<Principals> => createPrincipals(t);
 afterAll(async () => t?.close());
 
 const indexNames = async (table = 'invoices') =>
@@ -39,6 +40,7 @@ const countsMatch = async (org: string) => {
 
 describe('remit seed', () => {
   it('is deterministic: the same call writes the same rows, a larger one only adds', async () => {
+    const p = await ownPrincipals();
     const first = await seedOrganization(t.db, {
       organizationUid: p.orgB.uid,
       invoices: 200,
@@ -79,6 +81,8 @@ describe('remit seed', () => {
   });
 
   it('seeded invoices are real invoices: listed with exact totals', async () => {
+    const p = await ownPrincipals();
+    await seedOrganization(t.db, { organizationUid: p.orgB.uid, invoices: 200, apRatio: 0.5, parties: 20 });
     const res = await call(t.app, 'GET', `/api/organization/${p.orgB.uid}/ap-invoices`, {
       key: p.orgB.admin.key,
       query: { view: 'list', per_page: 5 },
@@ -93,6 +97,7 @@ describe('remit seed', () => {
   });
 
   it('the bulk path puts every index back and recounts, even when an invoice number clashes', async () => {
+    const p = await ownPrincipals();
     const before = await indexNames();
     // A receivable number the seed also generates, under another uid.
     const clash = await call(t.app, 'POST', '/api/invoices', {
@@ -119,6 +124,7 @@ describe('remit seed', () => {
   });
 
   it('--tasks: work tasks of type task from the first admin, deterministic, a larger count only adds', async () => {
+    const p = await ownPrincipals();
     const org = p.orgB.uid;
     const tasksOf = async () =>
       rawQuery<{
@@ -182,6 +188,7 @@ describe('remit seed', () => {
   });
 
   it('puts the rare word in 0.2 % of the party names, and so of the invoice customers', async () => {
+    const p = await ownPrincipals();
     const org = p.orgB.uid;
     const result = await seedOrganization(t.db, {
       organizationUid: org,
@@ -202,6 +209,7 @@ describe('remit seed', () => {
   });
 
   it('the bulk path rebuilds the indexes of parties and work tasks too', async () => {
+    const p = await ownPrincipals();
     const before = { parties: await indexNames('parties'), tasks: await indexNames('work_tasks') };
     const result = await seedOrganization(t.db, {
       organizationUid: p.orgA.uid,

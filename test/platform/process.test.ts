@@ -27,7 +27,9 @@ function oneJsonObject(stdout: string): Record<string, unknown> {
   return JSON.parse(lines[0]!) as Record<string, unknown>;
 }
 
-describe('remit CLI and server processes', { timeout: 120_000 }, () => {
+// Steps of one story on one data directory and one server process, in this order (also when the suite
+// runs shuffled): init, more users, a refused second process, SIGTERM.
+describe('remit CLI and server processes', { timeout: 120_000, shuffle: false }, () => {
   let orgUid: string;
   let adminKey: string;
 

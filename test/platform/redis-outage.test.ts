@@ -4,6 +4,7 @@ import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisRateLimiter } from '../../src/platform/http/rate-limit.ts';
 import { freePort } from '../helpers/processes.ts';
+import { until } from '../helpers/until.ts';
 
 /**
  * Redis trouble with a real redis-server that this test starts, freezes (SIGSTOP), thaws, kills and
@@ -13,13 +14,8 @@ import { freePort } from '../helpers/processes.ts';
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0;
 if (!hasRedisServer) console.log('redis-outage tests skipped: no redis-server on this machine');
 
-async function until(check: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
+/** Waits for the limiter's state (a plain condition), with the kit's one deadline. */
+const untilTrue = (check: () => boolean, what: string) => until(async () => check(), what);
 
 async function answers(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -31,7 +27,9 @@ async function answers(port: number): Promise<boolean> {
   });
 }
 
-describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', () => {
+// Steps of one story on one Redis process, in this order (also when the suite runs shuffled): frozen,
+// thawed, killed and restarted.
+describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', { shuffle: false }, () => {
   let port: number;
   let redis: ChildProcess;
   let limiter: RedisRateLimiter;
@@ -61,7 +59,7 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
       retryAfterMs: 200,
       onStateChange: (state) => changes.push(state),
     });
-    await until(() => limiter.store === 'redis', 'the first connection');
+    await untilTrue(() => limiter.store === 'redis', 'the first connection');
     expect((await limiter.hit('k')).remaining).toBe(4);
   });
 
@@ -102,7 +100,7 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
 
   it('thawed (SIGCONT): a background PING finds it, and hits count in Redis again', async () => {
     redis.kill('SIGCONT');
-    await until(() => {
+    await untilTrue(() => {
       void limiter.hit('probe');
       return limiter.store === 'redis';
     }, 'the circuit to close');
@@ -114,7 +112,7 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
   it('killed: hits answer from memory at once; restarted: back to Redis', async () => {
     redis.kill('SIGKILL');
     await new Promise((r) => redis.once('exit', r));
-    await until(() => {
+    await untilTrue(() => {
       void limiter.hit('down');
       return limiter.store === 'memory';
     }, 'the circuit to open');
@@ -125,14 +123,10 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', ()
     expect(changes).toEqual(['degraded', 'healthy', 'degraded']);
 
     await startRedis();
-    await until(
-      () => {
-        void limiter.hit('probe-2');
-        return limiter.store === 'redis';
-      },
-      'the circuit to close after the restart',
-      20_000,
-    );
+    await untilTrue(() => {
+      void limiter.hit('probe-2');
+      return limiter.store === 'redis';
+    }, 'the circuit to close after the restart');
     expect(changes).toEqual(['degraded', 'healthy', 'degraded', 'healthy']);
   });
 });

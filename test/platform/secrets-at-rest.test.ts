@@ -1,6 +1,5 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawQuery } from '../../src/platform/db/client.ts';
@@ -19,10 +18,11 @@ import { runCli } from '../helpers/cli.ts';
 import { startServer, type ServerProcess } from '../helpers/processes.ts';
 import {
   adminQuery,
-  copyMigratedDatabaseInto,
   engine,
+  processDatabase,
   testDatabaseUrl,
   withDatabaseName,
+  type ProcessDatabase,
 } from '../helpers/test-database.ts';
 
 const keyOf = () => parseSecretKey(generateSecretKey(), 'key');
@@ -173,15 +173,16 @@ describe('credentials in the database', () => {
 
 /** The key's life on the embedded defaults, with real processes. */
 describe.skipIf(engine !== 'pglite')('the embedded key file, rotation and a wrong key', () => {
+  let processDb: ProcessDatabase;
   let dataDir: string;
   let server: ServerProcess | undefined;
   beforeAll(async () => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-keys-'));
-    await copyMigratedDatabaseInto(dataDir);
+    processDb = await processDatabase('remit-keys-');
+    dataDir = processDb.dataDir;
   });
-  afterAll(() => {
+  afterAll(async () => {
     server?.child.kill('SIGKILL');
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    await processDb?.drop();
   });
   const stop = async () => {
     server!.child.kill('SIGTERM');

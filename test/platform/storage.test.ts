@@ -454,7 +454,9 @@ describe('LocalObjectStorage (embedded)', () => {
   });
 
   it('keeps its credentials in .credentials (0600): URLs survive a restart', async () => {
-    const url = new URL(await storage.presignedGetUrl('d/report.pdf', { expiresInSeconds: 300 }));
+    // Its own object: the presign test that also stores one may run before or after this one.
+    await storage.putObject('d/kept.pdf', Buffer.from('%PDF'), { contentType: 'application/pdf' });
+    const url = new URL(await storage.presignedGetUrl('d/kept.pdf', { expiresInSeconds: 300 }));
     const file = path.join(dir, '.credentials');
     if (process.platform !== 'win32') expect(fs.statSync(file).mode & 0o777).toBe(0o600);
     const saved = JSON.parse(fs.readFileSync(file, 'utf8'));
