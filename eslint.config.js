@@ -3,6 +3,17 @@ import { importX, createNodeResolver } from 'eslint-plugin-import-x';
 
 // The modules, for the layer rules below (ARCHITECTURE.md#layers).
 const MODULE_FILES = 'src/modules/*/**/*.ts';
+// What every module file may not import (a later block for the same files replaces, not adds to, a rule).
+const MODULE_RULES = [
+  {
+    regex: '^\\.\\./[a-z-]+/[^/]+\\.(repository|routes)\\.ts$',
+    message: 'A module reaches another only through its service: not its repository or routes.',
+  },
+  {
+    regex: '^\\.\\./\\.\\./(app|server|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
+    message: 'Modules never import the composition root.',
+  },
+];
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'data/', 'migrations/', 'bench/results/', 'bin/'] },
@@ -44,7 +55,7 @@ export default tseslint.config(
               message: 'platform/ knows no module: pass what it needs in from the composition root.',
             },
             {
-              regex: '^(\\.\\./)+(app|server|cli|schema|secrets)\\.ts$',
+              regex: '^(\\.\\./)+(app|server|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
               message:
                 'platform/ imports no composition file (app, server, cli): take the values as parameters.',
             },
@@ -70,16 +81,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              regex: '^\\.\\./[a-z-]+/[^/]+\\.(repository|routes)\\.ts$',
-              message: 'A module reaches another only through its service: not its repository or routes.',
-            },
-            {
-              regex: '^\\.\\./\\.\\./(app|server|cli|composition)\\.ts$',
-              message: 'Modules never import the composition root.',
-            },
-          ],
+          patterns: MODULE_RULES,
         },
       ],
     },
@@ -102,14 +104,7 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            {
-              regex: '^\\.\\./[a-z-]+/[^/]+\\.(repository|routes)\\.ts$',
-              message: 'A module reaches another only through its service: not its repository or routes.',
-            },
-            {
-              regex: '^\\.\\./\\.\\./(app|server|cli|composition)\\.ts$',
-              message: 'Modules never import the composition root.',
-            },
+            ...MODULE_RULES,
             {
               regex: '^\\.\\./[a-z-]+/[^/]+\\.tables\\.ts$',
               message: "Another module's tables are read only in SQL (repositories and tables files).",
