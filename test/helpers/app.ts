@@ -117,7 +117,9 @@ export async function secondInstance(
     options.rateLimiter ??
     new MemoryRateLimiter(first.config.rateLimitMax, first.config.rateLimitWindowS * 1000);
   const config = { ...first.config, ...options.config };
-  const app = await buildApp({ ...first.deps, config, rateLimiter }, { logger: false });
+  // Its own clients when its configuration differs (a shorter model or Slack timeout, another SMTP).
+  const clients = options.config ? createClients(config, first.deps.metrics) : first.deps.clients;
+  const app = await buildApp({ ...first.deps, config, rateLimiter, clients }, { logger: false });
   await app.ready();
   return {
     app,
