@@ -23,10 +23,11 @@ import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helper
  * - the API processes never fetch a job nor run the queue's cron, and each scheduled job is created once
  *   per minute although two workers run the scheduler.
  *
- * The lease (EMAIL_SEND_LEASE_S=30, which also bounds the SMTP exchange to 25 s) comes from the
- * configuration; the waits poll with a deadline.
+ * The lease (EMAIL_SEND_LEASE_S=45) comes from the configuration; the waits poll with a deadline. It
+ * also bounds the SMTP exchange to 40 s, which must outlast a held message's wait for the other worker
+ * to start and take one too.
  */
-const LEASE_S = 30;
+const LEASE_S = 45;
 const DRAFTS = 12;
 
 async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
