@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { eq } from 'drizzle-orm';
 import { agentRuns } from '../../src/modules/agents/agents.tables.ts';
 import { createAgent, ISO, MISSING, post, tag, UUID } from '../helpers/agent-fixtures.ts';
@@ -353,6 +353,16 @@ describe('POST /api/inbound/email: email_received runs', () => {
       await make('active', [{ type: 'email_received' }]),
       await make('active', [{ type: 'manual' }, { type: 'email_received' }]),
     ];
+    // Other tests of the file (in any order) expect inbound email to start no run: pause them after.
+    onTestFinished(async () => {
+      for (const agent of listening) {
+        const paused = await call(t.app, 'PATCH', `/api/agents/${agent.uid}`, {
+          key: admin,
+          body: { status: 'paused' },
+        });
+        expect(paused.status, paused.raw).toBe(200);
+      }
+    });
     const silent = [
       await make('paused', [{ type: 'email_received' }]),
       await make('draft', [{ type: 'email_received' }]),
