@@ -1,10 +1,8 @@
 import crypto from 'node:crypto';
 import fs from 'node:fs';
-import { createRequire } from 'node:module';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import { createTestApp } from '../helpers/app.ts';
 import { FakeSlack } from '../helpers/fake-slack.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { runCli } from '../helpers/cli.ts';
@@ -167,20 +165,5 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     expect(
       spans.some((s) => String(s.attributes['url.full'] ?? s.attributes['http.url']).includes('/v1/traces')),
     ).toBe(false);
-  });
-
-  it('without OTEL_EXPORTER_OTLP_ENDPOINT no OpenTelemetry code is loaded, nor prom-client without metrics', async () => {
-    const loaded = () =>
-      Object.keys(createRequire(import.meta.url).cache).filter((file) =>
-        /node_modules[\\/](@opentelemetry|prom-client)[\\/]/.test(file),
-      );
-    await import('../../src/platform/observability/tracing-preload.ts');
-    const t = await createTestApp();
-    try {
-      expect(t.deps.metrics?.enabled).toBe(false);
-      expect(loaded()).toEqual([]);
-    } finally {
-      await t.close();
-    }
   });
 });
