@@ -19,7 +19,7 @@ import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
-import type { App, AppDeps, AppModule } from './platform/http/types.ts';
+import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
 import { registerIdempotencyJobs } from './platform/http/idempotency.ts';
 import { authenticate, MembershipCache } from './modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
@@ -104,7 +104,7 @@ function installModules(): void {
  * Declares every module's queues and workers on `deps.jobs` (a process that only serves HTTP still
  * declares them: it enqueues into them). Working them is `jobs.startWorkers()`.
  */
-export async function registerJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+export async function registerJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   installModules();
   for (const module of MODULES) await module.jobs?.(deps, log);
 }

@@ -6,7 +6,6 @@ import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { startProcessRuntime, stopOnSignals } from './runtime/dependencies.ts';
-import { startMetricsServer, type MetricsServer } from './platform/observability/metrics.routes.ts';
 import { shutdownTracing } from './platform/observability/tracing.ts';
 
 async function main() {
@@ -33,7 +32,7 @@ async function main() {
       ? app.log.warn({ err: reason }, 'Redis unavailable: rate limits counted in memory per instance')
       : app.log.info('Redis answers again: rate limits counted in Redis');
   // An API-only server still declares every queue and schedule, so what it enqueues has a queue.
-  await runtime.startJobs(appDeps, app.log);
+  await runtime.startJobs(app.log);
   if (!config.runWorkers && !config.databaseUrl) {
     app.log.warn(
       'RUN_WORKERS=false with the embedded database: no other process can open DATA_DIR, so no job ' +
@@ -41,7 +40,6 @@ async function main() {
     );
   }
 
-  let metricsServer: MetricsServer | undefined;
   stopOnSignals(app.log, config.shutdownGraceS * 1000, async (signal) => {
     app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');
     // No new jobs from here on (no new sends); running ones, such as an SMTP send, get the grace.
@@ -50,16 +48,11 @@ async function main() {
     await jobsStopped;
     await rateLimiter.close();
     await runtime.close();
-    await metricsServer?.close();
     await shutdownTracing(); // sends the spans still buffered
   });
 
   await app.listen({ port: config.port, host: config.host });
-  if (config.metrics.port !== undefined) {
-    const { port, host, token } = config.metrics;
-    metricsServer = await startMetricsServer(deps.metrics!, { port, host, token });
-    app.log.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
-  }
+  await runtime.serveMetricsPort(app.log);
   if (config.tracing) {
     app.log.info(
       // The receiver's origin only: a URL may carry credentials.

@@ -8,6 +8,7 @@ import { Jobs } from '../platform/jobs/jobs.ts';
 import { registerJobs } from '../app.ts';
 import { createClients } from '../platform/clients.ts';
 import { createMetrics } from '../platform/observability/metrics.ts';
+import { startMetricsServer, type MetricsServer } from '../platform/observability/metrics.routes.ts';
 import { openMigratedDatabase, type OpenedDatabase } from '../platform/runtime.ts';
 import { loadKeyring } from '../platform/secrets/keyring.ts';
 import { createObjectStorage } from '../platform/storage/create-storage.ts';
@@ -28,8 +29,16 @@ export interface ProcessRuntime {
    * Declares every queue and schedule (under the schema lock: several processes may start together)
    * and, in a process that works the queues, starts fetching jobs.
    */
-  startJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void>;
-  /** After the jobs have stopped: object storage, extraction threads, the database and its lock. */
+  startJobs(log: FastifyBaseLogger): Promise<void>;
+  /**
+   * With METRICS_PORT set, serves GET /metrics on a listener of its own (the worker's only way to be
+   * scraped; the server's when metrics stay off its API port).
+   */
+  serveMetricsPort(log: FastifyBaseLogger): Promise<void>;
+  /**
+   * After the jobs have stopped: object storage, extraction threads, the database and its lock, the
+   * metrics listener.
+   */
   close(): Promise<void>;
 }
 
@@ -53,6 +62,7 @@ export async function startProcessRuntime(
     const resealed = await resealStoredSecrets(database.db, keyring.box);
     // Collected only with METRICS_TOKEN or METRICS_PORT set; prom-client is not even loaded otherwise.
     const metrics = await createMetrics(config.metrics, database);
+    let metricsServer: MetricsServer | undefined;
     let log: FastifyBaseLogger | undefined;
     const diskSpace = new DiskSpaceGuard(config.dataDir, config.minFreeDiskBytes, (low, freeBytes) => {
       if (!log) process.stderr.write(`disk space ${low ? 'low' : 'ok'}: ${freeBytes} bytes free\n`);
@@ -114,14 +124,21 @@ export async function startProcessRuntime(
           );
         }
       },
-      async startJobs(appDeps, jobLog) {
-        await withSchemaLock(database, () => registerJobs(appDeps, jobLog));
-        if (options.works) await appDeps.jobs.startWorkers();
+      async startJobs(jobLog) {
+        await withSchemaLock(database, () => registerJobs(deps, jobLog));
+        if (options.works) await deps.jobs.startWorkers();
+      },
+      async serveMetricsPort(serveLog) {
+        if (config.metrics.port === undefined) return;
+        const { port, host, token } = config.metrics;
+        metricsServer = await startMetricsServer(metrics, { port, host, token });
+        serveLog.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
       },
       async close() {
         await objectStorage.close();
         await closeTextExtraction();
         await opened.close(); // closes the database and releases the data directory
+        await metricsServer?.close();
       },
     };
   } catch (error) {

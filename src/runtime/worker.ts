@@ -1,9 +1,7 @@
 import { pino, type LoggerOptions } from 'pino';
 import type { Config } from '../config.ts';
 import { DataDirLockedError } from '../platform/db/lock.ts';
-import { MemoryRateLimiter } from '../platform/http/rate-limit.ts';
 import { loggerOptions } from '../platform/logging.ts';
-import { startMetricsServer, type MetricsServer } from '../platform/observability/metrics.routes.ts';
 import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
 
 /**
@@ -29,23 +27,14 @@ export async function runWorker(config: Config): Promise<void> {
   }
   const { deps } = runtime;
   runtime.useLogger(log);
-  // The job handlers take the app's dependencies; no job counts requests, so this limiter stays unused.
-  const rateLimiter = new MemoryRateLimiter(config.rateLimitMax, config.rateLimitWindowS * 1000);
-  await runtime.startJobs({ ...deps, rateLimiter }, log);
+  await runtime.startJobs(log);
   // A worker has no HTTP port: its job metrics are served on METRICS_PORT only (docs/observability.md).
-  let metricsServer: MetricsServer | undefined;
-  if (config.metrics.port !== undefined && deps.metrics) {
-    const { port, host, token } = config.metrics;
-    metricsServer = await startMetricsServer(deps.metrics, { port, host, token });
-    log.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
-  }
+  await runtime.serveMetricsPort(log);
 
   stopOnSignals(log, config.shutdownGraceS * 1000, async (signal) => {
     log.info({ signal }, 'worker stopping: no new jobs, finishing running ones');
     await deps.jobs.stop(config.shutdownGraceS * 1000);
-    await rateLimiter.close();
     await runtime.close();
-    await metricsServer?.close();
   });
   log.info(
     {

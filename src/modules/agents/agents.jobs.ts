@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../../platform/http/types.ts';
+import type { JobDeps } from '../../platform/http/types.ts';
 import { accountMailers } from '../email/email-sending.ts';
 import {
   AGENT_RUN_QUEUE,
@@ -17,7 +17,7 @@ export const AGENT_MAINTENANCE_QUEUE = 'remit.agent.maintenance';
  * Agent runs: one job per run, enqueued with the run row; schedules checked every minute; runs a dead
  * worker left `running` failed hourly; digests daily (docs/agents.md).
  */
-export async function registerAgentJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   const runEnv = {
     db: database.db,

@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../../platform/http/types.ts';
+import type { JobDeps } from '../../platform/http/types.ts';
 import {
   accountMailers,
   EMAIL_SEND_QUEUE,
@@ -13,7 +13,7 @@ import {
  * Scheduled email: one job per draft at its planned_send_at, and a sweep every minute for due drafts
  * without a pending job (docs/email-sending.md).
  */
-export async function registerEmailJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+export async function registerEmailJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   const sending = {
     db: database.db,

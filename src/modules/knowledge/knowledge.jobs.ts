@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { AppDeps } from '../../platform/http/types.ts';
+import type { JobDeps } from '../../platform/http/types.ts';
 import {
   KNOWLEDGE_PROCESS_QUEUE,
   KNOWLEDGE_SWEEP_CRON,
@@ -13,7 +13,7 @@ import {
  * Knowledge uploads: one processing job per confirmed upload; presigns never confirmed swept every
  * 5 minutes, with their objects (docs/knowledge.md).
  */
-export async function registerKnowledgeJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+export async function registerKnowledgeJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   const knowledge = { db: database.db, storage: deps.objectStorage, jobs };
   await jobs.define<ProcessJobData>(KNOWLEDGE_PROCESS_QUEUE, async (data, job) => {

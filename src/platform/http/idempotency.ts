@@ -5,7 +5,7 @@ import { rawQuery, type Db, type DbOrTx, type Tx } from '../db/client.ts';
 import { runInScope, unscopedDb, type RequestScope } from '../db/request-scope.ts';
 import { isUnsafeText, UNSAFE_TEXT_MESSAGE } from './text-safety.ts';
 import { AppError } from './errors.ts';
-import type { AppDeps } from './types.ts';
+import type { JobDeps } from './types.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -384,7 +384,7 @@ export async function purgeExpiredIdempotencyKeys(db: Db): Promise<void> {
 export const IDEMPOTENCY_PURGE_QUEUE = 'remit.maintenance';
 
 /** Hourly: stored replays past their expiry are deleted. */
-export async function registerIdempotencyJobs(deps: AppDeps, log: FastifyBaseLogger): Promise<void> {
+export async function registerIdempotencyJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   await deps.jobs.define(IDEMPOTENCY_PURGE_QUEUE, async () => {
     await purgeExpiredIdempotencyKeys(deps.database.db);
     log.debug('maintenance: expired idempotency keys purged');

@@ -22,11 +22,12 @@ export function lazySharedSerializers(): SerializerFactory & { compileAll(): voi
     const options: SerializerOptions = { ...serverOptions, schema: externalSchemas as never };
     const compiled = new Map<string, Serialize>();
     return ({ schema }: { schema: { $id?: string } }) => {
-      const key = JSON.stringify(schema);
       let serialize: Serialize | undefined;
       const compile = (): Serialize => {
         if (!serialize) {
           pending.delete(compile);
+          // Keyed by the schema's text, computed here so that a start pays for none of them.
+          const key = JSON.stringify(schema);
           serialize = compiled.get(key);
           if (!serialize) {
             // A schema with its own $id must not also be an external one under that id (as Fastify's own

@@ -41,6 +41,9 @@ export interface AppDeps {
   metrics?: Metrics;
 }
 
+/** What background jobs are built from: the app's dependencies but the HTTP rate limiter. */
+export type JobDeps = Omit<AppDeps, 'rateLimiter'>;
+
 /**
  * A module's part in the app, listed once in the composition root (src/app.ts): its routes, the queues
  * it works, and anything it installs into another module's extension points before either runs.
@@ -48,6 +51,6 @@ export interface AppDeps {
 export interface AppModule {
   name: string;
   routes?: ReadonlyArray<(app: App, deps: AppDeps) => Promise<void>>;
-  jobs?: (deps: AppDeps, log: FastifyBaseLogger) => Promise<void>;
+  jobs?: (deps: JobDeps, log: FastifyBaseLogger) => Promise<void>;
   install?: () => void;
 }

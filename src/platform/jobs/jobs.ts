@@ -117,7 +117,7 @@ export class Jobs {
     options?: QueueOptions,
   ): Promise<void> {
     if (!this.queues.has(name)) {
-      await this.boss.createQueue(name, options && { name, ...options });
+      await this.boss.createQueue(name);
       if (options) await this.boss.updateQueue(name, { name, ...options });
       this.queues.add(name);
     }
