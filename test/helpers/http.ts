@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- test responses are checked field by field */
+import { expect } from 'vitest';
 import type { App } from '../../src/platform/http/types.ts';
 
 export interface CallOptions {
@@ -75,4 +76,21 @@ export function expectErrorBody(result: CallResult, status: number, code?: strin
     request_id: string;
     errors?: { field: string; message: string }[];
   };
+}
+
+/** POSTs JSON to a real Remit process with an API key; the answer must be a success (2xx). */
+export async function postToProcess(
+  baseUrl: string,
+  key: string,
+  url: string,
+  body: unknown,
+): Promise<{ data?: { uid: string }; uid?: string }> {
+  const res = await fetch(`${baseUrl}${url}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = (await res.json()) as { data?: { uid: string }; uid?: string };
+  expect(res.status, JSON.stringify(json)).toBeLessThan(300);
+  return json;
 }

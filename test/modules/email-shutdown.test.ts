@@ -4,6 +4,7 @@ import { openDatabase } from '../../src/platform/db/client.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { FakeSmtp } from '../helpers/fake-smtp.ts';
 import { runCli } from '../helpers/cli.ts';
+import { postToProcess } from '../helpers/http.ts';
 import { startServer, type ServerProcess } from '../helpers/processes.ts';
 import { engine, processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
 
@@ -38,16 +39,7 @@ describe.skipIf(engine !== 'pglite')('shutdown during an SMTP send', () => {
     expect(init.code, init.stderr).toBe(0);
     const key = (JSON.parse(init.stdout) as { api_key: string }).api_key;
     server = await startServer({ DATA_DIR: dataDir, SMTP_URL: smtp.url() });
-    const api = async (url: string, body: unknown) => {
-      const res = await fetch(`${server!.url}${url}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const json = (await res.json()) as { data?: { uid: string }; uid?: string };
-      expect(res.status, JSON.stringify(json)).toBeLessThan(300);
-      return json;
-    };
+    const api = (url: string, body: unknown) => postToProcess(server!.url, key, url, body);
     const account = await api('/api/email/accounts', { email: 'ar@acme.test', display_name: 'AR' });
     // The server holds the message longer than the old 10 s job grace before answering.
     let arrived!: () => void;

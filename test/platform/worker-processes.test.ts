@@ -5,6 +5,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FakeSmtp, type ReceivedMail } from '../helpers/fake-smtp.ts';
+import { postToProcess } from '../helpers/http.ts';
 import { startServer, startWorker, type ServerProcess, type WorkerProcess } from '../helpers/processes.ts';
 import { runCli } from '../helpers/cli.ts';
 import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
@@ -86,16 +87,8 @@ describe.skipIf(engine !== 'postgres')('API processes and workers on one Postgre
     expect(await query(`select cron_on from pgboss.version`)).toEqual([{ cron_on: null }]);
 
     let n = 0;
-    const api = async (url: string, body: unknown) => {
-      const res = await fetch(`${apis[n++ % 2]!.url}${url}`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const json = (await res.json()) as { data?: { uid: string }; uid?: string };
-      expect(res.status, JSON.stringify(json)).toBeLessThan(300);
-      return json;
-    };
+    // Each request to the next API process in turn.
+    const api = (url: string, body: unknown) => postToProcess(apis[n++ % 2]!.url, key, url, body);
     const account = await api('/api/email/accounts', { email: 'ar@acme.test', display_name: 'AR' });
     const drafts: string[] = [];
     for (let i = 0; i < DRAFTS; i++) {

@@ -2,8 +2,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startServer, startWorker, type ServerProcess, type WorkerProcess } from '../helpers/processes.ts';
+import {
+  freePort,
+  startServer,
+  startWorker,
+  type ServerProcess,
+  type WorkerProcess,
+} from '../helpers/processes.ts';
 import { runCli } from '../helpers/cli.ts';
+import { until } from '../helpers/until.ts';
 import { engine } from '../helpers/test-database.ts';
 
 /**
@@ -68,13 +75,16 @@ describe.skipIf(engine !== 'pglite')('remit worker on the embedded database', ()
     // The API-only server never fetched the send job.
     expect(fs.existsSync(path.join(dataDir, 'outbox'))).toBe(false);
 
-    worker = await startWorker({ DATA_DIR: dataDir });
+    const metricsPort = await freePort();
+    worker = await startWorker({ DATA_DIR: dataDir, METRICS_PORT: String(metricsPort) });
     const outbox = path.join(dataDir, 'outbox', `${draft.uid}@acme.test.eml`);
-    const deadline = Date.now() + 30_000;
-    while (!fs.existsSync(outbox)) {
-      if (Date.now() > deadline) throw new Error(`draft not sent:\n${worker.output()}`);
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await until(async () => fs.existsSync(outbox), 'the worker to send the draft', 30_000);
+    // A worker has no API port: its job metrics are served on METRICS_PORT.
+    const scraped = await until(async () => {
+      const text = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+      return text.includes('queue="remit.email.send"') ? text : undefined;
+    }, "the send job's metric on the worker's metrics port");
+    expect(scraped).toMatch(/^remit_job_duration_seconds_count\{[^}]*queue="remit\.email\.send"[^}]*\} 1$/m);
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
     const lines = worker
