@@ -51,7 +51,7 @@ import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
 import { installCollectionsAgent } from './modules/agents/collections-agent.ts';
 import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
 import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
-import { loggerOptions } from './platform/logging.ts';
+import { loggerOptions, requestChildLogger } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
 import { NO_METRICS } from './platform/observability/metrics.ts';
 import { metricsRoute } from './platform/observability/metrics.routes.ts';
@@ -141,6 +141,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
     },
     logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    childLoggerFactory: requestChildLogger,
     return503OnClosing: false,
     // Behind a reverse proxy, per-address limits must use the client's address (X-Forwarded-For), but
     // only from proxies the operator named: otherwise any client could pick its own bucket.
@@ -219,14 +220,24 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const diskSpace = deps.diskSpace ?? new DiskSpaceGuard(deps.config.dataDir, deps.config.minFreeDiskBytes);
   app.decorate('diskSpace', diskSpace);
   // Writes are refused before a byte of their body is read while the disk is low; reads go on.
-  app.addHook('onRequest', async (request) => {
-    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') return;
-    if (await diskSpace.isLow()) {
-      throw new AppError(
-        'storage_full',
-        'The server is out of disk space: writes are refused until space is freed; reads still work',
-      );
+  // Callback-style, so a read (most requests) costs no promise here.
+  app.addHook('onRequest', (request, _reply, done) => {
+    if (request.method === 'GET' || request.method === 'HEAD' || request.method === 'OPTIONS') {
+      done();
+      return;
     }
+    diskSpace.isLow().then(
+      (low) =>
+        done(
+          low
+            ? new AppError(
+                'storage_full',
+                'The server is out of disk space: writes are refused until space is freed; reads still work',
+              )
+            : undefined,
+        ),
+      (error: unknown) => done(error as Error),
+    );
   });
   // JSON routes take JSON only: Fastify's default text/plain parser would hand a string to a route that
   // expects an object (answered 422 "must be object" instead of 415).
