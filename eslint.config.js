@@ -10,7 +10,7 @@ const MODULE_RULES = [
     message: 'A module reaches another only through its service: not its repository or routes.',
   },
   {
-    regex: '^\\.\\./\\.\\./(app|server|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
+    regex: '^\\.\\./\\.\\./(app|server|server-main|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
     message: 'Modules never import the composition root.',
   },
 ];
@@ -55,7 +55,7 @@ export default tseslint.config(
               message: 'platform/ knows no module: pass what it needs in from the composition root.',
             },
             {
-              regex: '^(\\.\\./)+(app|server|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
+              regex: '^(\\.\\./)+(app|server|server-main|cli|cli-main|schema|secrets|runtime/[^/]+)\\.ts$',
               message:
                 'platform/ imports no composition file (app, server, cli): take the values as parameters.',
             },

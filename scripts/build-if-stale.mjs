@@ -1,13 +1,13 @@
-// `npm start`'s first step: compiles src/ to dist/ when dist/ is missing or older than any source file,
-// so a fresh clone, a `git pull` or an edit never starts yesterday's build. A no-op check costs
-// milliseconds, where an incremental `tsc` with nothing to do costs seconds.
+// `npm start`'s first step: bundles src/ into dist/ (scripts/build.mjs) when dist/ is missing or older
+// than any source file, so a fresh clone, a `git pull` or an edit never starts yesterday's build. A
+// no-op check costs milliseconds.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const stamp = path.join(root, 'dist/.tsbuildinfo');
+const stamp = path.join(root, 'dist/.build-stamp');
 
 function newest(dir) {
   let latest = 0;
@@ -21,21 +21,12 @@ function newest(dir) {
 const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 const sources = Math.max(
   newest(path.join(root, 'src')),
-  ...['tsconfig.json', 'tsconfig.build.json', 'package.json'].map(
-    (f) => fs.statSync(path.join(root, f)).mtimeMs,
-  ),
+  ...['package.json', 'scripts/build.mjs'].map((f) => fs.statSync(path.join(root, f)).mtimeMs),
 );
 if (built < sources) {
-  const result = spawnSync(
-    process.execPath,
-    [path.join(root, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json'],
-    {
-      cwd: root,
-      stdio: 'inherit',
-    },
-  );
+  const result = spawnSync(process.execPath, [path.join(root, 'scripts/build.mjs')], {
+    cwd: root,
+    stdio: 'inherit',
+  });
   if (result.status !== 0) process.exit(result.status ?? 1);
-  // tsc leaves the stamp alone when nothing changed: touch it so the next check is a no-op.
-  const now = new Date();
-  if (fs.existsSync(stamp)) fs.utimesSync(stamp, now, now);
 }

@@ -24,7 +24,7 @@ export const REMIT_SERVER_COMMAND = `node ${REMIT_SERVER_ARGS.join(' ')}`;
  */
 export function buildRemit(log: (message: string) => void): void {
   const started = Date.now();
-  const stamp = path.join(repoRoot, 'dist', '.tsbuildinfo');
+  const stamp = path.join(repoRoot, 'dist', '.build-stamp');
   const stampTime = () => (existsSync(stamp) ? statSync(stamp).mtimeMs : 0);
   const before = stampTime();
   const result = spawnSync(process.execPath, ['scripts/build-if-stale.mjs'], {

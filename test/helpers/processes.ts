@@ -70,10 +70,16 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `npm start`'s entry point (src/server.ts) as a real process and waits for /readyz. */
-export async function startServer(env: Record<string, string>): Promise<ServerProcess> {
+/**
+ * Starts `npm start`'s entry point (src/server.ts through tsx, or `nodeArgs`, e.g. a bundle) as a real
+ * process and waits for /readyz.
+ */
+export async function startServer(
+  env: Record<string, string>,
+  nodeArgs: string[] = ['--import', 'tsx', path.join(ROOT, 'src/server.ts')],
+): Promise<ServerProcess> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/server.ts')], {
+  const child = spawn(process.execPath, nodeArgs, {
     cwd: ROOT,
     env: cleanEnv({ PORT: String(port), HOST: '127.0.0.1', ...env }),
     stdio: ['ignore', 'pipe', 'pipe'],

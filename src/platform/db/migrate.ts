@@ -5,10 +5,21 @@ import { sql } from 'drizzle-orm';
 import type { Database } from './client.ts';
 import { SCHEMA_LOCK_KEY } from './schema-lock.ts';
 
-export const MIGRATIONS_DIR = path.resolve(
-  path.dirname(fileURLToPath(import.meta.url)),
-  '../../../migrations',
+/**
+ * `migrations/` at the package's root: found by walking up to the directory holding package.json, so
+ * it is the same from the source (src/platform/db/) and from the bundle (dist/, one chunk file).
+ */
+export const MIGRATIONS_DIR = path.join(
+  packageRoot(path.dirname(fileURLToPath(import.meta.url))),
+  'migrations',
 );
+
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
 
 interface Journal {
   entries: { idx: number; tag: string }[];

@@ -1,0 +1,104 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { uploadWithForm } from '../helpers/presigned-post.ts';
+import { CONTENT_TYPES, xlsx } from '../helpers/sample-files.ts';
+import { until } from '../helpers/until.ts';
+import { engine } from '../helpers/test-database.ts';
+
+/**
+ * What `npm start` runs is the esbuild bundle (scripts/build.mjs), while every other test runs the
+ * source: this one bundles into a folder of its own and runs it as `npm start` would, on the embedded
+ * database, through the paths a bundle can break — migrations found from dist/, the CLI, Swagger UI's
+ * files (an external package), a document read in the extraction thread (its own entry point), and
+ * source maps that lead back to src/.
+ */
+describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
+  let out: string;
+  let dataDir: string;
+  let server: ServerProcess | undefined;
+
+  beforeAll(async () => {
+    // Inside the repository, so the bundle resolves its external packages from node_modules/.
+    out = fs.mkdtempSync(path.join(ROOT, 'node_modules', '.remit-bundle-test-'));
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-bundle-'));
+    const { bundle } = (await import(path.join(ROOT, 'scripts/build.mjs'))) as {
+      bundle(outdir: string): Promise<unknown>;
+    };
+    await bundle(out);
+  }, 60_000);
+  afterAll(() => {
+    server?.child.kill('SIGKILL');
+    fs.rmSync(out, { recursive: true, force: true });
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('starts, migrates, serves the API and the docs, and extracts text in its thread', async () => {
+    const init = spawnSync(
+      process.execPath,
+      [path.join(out, 'cli-main.js'), 'init', '--org', 'Bundle', '--email', 'admin@bundle.test', '--json'],
+      { cwd: ROOT, encoding: 'utf8', env: { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'warn' } },
+    );
+    expect(init.status, init.stderr).toBe(0);
+    const { api_key: key, organization_uid: organizationUid } = JSON.parse(init.stdout) as {
+      api_key: string;
+      organization_uid: string;
+    };
+
+    server = await startServer({ DATA_DIR: dataDir }, ['--enable-source-maps', path.join(out, 'server.js')]);
+    const api = async (method: string, url: string, body?: unknown) => {
+      const res = await fetch(`${server!.url}${url}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        body: body ? JSON.stringify(body) : undefined,
+      });
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- the test reads what it asserts
+      return { status: res.status, body: (await res.json()) as { data: Record<string, any> } };
+    };
+
+    const me = await api('GET', '/api/me');
+    expect(me.status).toBe(200);
+    expect(me.body.data.user.email).toBe('admin@bundle.test');
+    const docs = await fetch(`${server.url}/docs/static/index.html`);
+    expect(docs.status).toBe(200);
+    expect(await docs.text()).toContain('swagger');
+
+    const presigned = await api('POST', '/api/knowledge/presign', {
+      filename: 'rates.xlsx',
+      organization_uid: organizationUid,
+      content_type: CONTENT_TYPES.xlsx,
+    });
+    expect(presigned.status).toBe(200);
+    const upload = await uploadWithForm(presigned.body.data.presigned_post, {
+      content: xlsx([['Quarterly bundle figures']]),
+      type: CONTENT_TYPES.xlsx,
+      filename: 'rates.xlsx',
+    });
+    expect(upload.status, upload.body).toBe(204);
+    const uid = presigned.body.data.knowledge_document_uid as string;
+    expect(
+      (
+        await api('POST', '/api/knowledge/confirm', {
+          knowledge_document_uid: uid,
+          organization_uid: organizationUid,
+        })
+      ).status,
+    ).toBe(202);
+    const settled = await until(async () => {
+      const { data } = (await api('GET', `/api/knowledge/${uid}`)).body;
+      return (data.status === 'ready' || data.status === 'failed') && data;
+    }, 'the document to be read in the extraction thread');
+    expect(settled.status).toBe('ready');
+
+    // Stack traces name the TypeScript source (`--enable-source-maps`, maps written beside the bundle).
+    const map = JSON.parse(fs.readFileSync(path.join(out, 'server.js.map'), 'utf8')) as { sources: string[] };
+    expect(map.sources.some((source) => source.endsWith('src/server.ts'))).toBe(true);
+
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+    server = undefined;
+  }, 120_000);
+});
