@@ -23,6 +23,8 @@ export const organizations = pgTable('organizations', {
   name: text('name').notNull(),
   /** When on, whoever entered a payable may not approve it (docs/authentication.md). */
   segregationOfDuties: boolean('segregation_of_duties').notNull().default(false),
+  /** When on, an admin signs in to this organization only with a second factor (docs/people.md). */
+  requireAdminMfa: boolean('require_admin_mfa').notNull().default(false),
   ...timestamps,
 });
 
