@@ -41,6 +41,16 @@ export interface Config {
   smtpUrl: string | undefined;
   /** Every `smtp://` server (operator's or an account's) must upgrade with STARTTLS, else nothing is sent. */
   smtpRequireTls: boolean;
+  /** The sender of Remit's own mail: invitations, password resets, sign-in links (docs/people.md). */
+  mailFrom: { address: string; name: string };
+  /** Sign-in sessions and emailed tokens (docs/people.md). */
+  people: {
+    sessionIdleS: number;
+    sessionMaxAgeS: number;
+    invitationTtlS: number;
+    passwordResetTtlS: number;
+    signInLinkTtlS: number;
+  };
   /**
    * Seconds a `sending` attempt (and its send job) is presumed alive; after that a sweep, or the job's
    * retry, finds out what happened to it. The SMTP exchange is bounded below it (120 s, or the lease
@@ -283,6 +293,27 @@ function tracing(env: Env): TracingConfig | undefined {
   };
 }
 
+/** `MAIL_FROM` as `Name <address>` or a bare address; by default no-reply at the public host. */
+function mailFrom(env: Env, host: string, port: number): { address: string; name: string } {
+  const raw = optional(env, 'MAIL_FROM');
+  if (!raw) {
+    let domain: string;
+    try {
+      domain = new URL(optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).hostname;
+    } catch {
+      domain = 'localhost';
+    }
+    // An address's domain must be a name: a bare IP or localhost gets a reserved example domain.
+    if (!/[a-z]/i.test(domain) || domain === 'localhost' || !domain.includes('.')) domain = 'remit.invalid';
+    return { address: `no-reply@${domain}`, name: 'Remit' };
+  }
+  const match =
+    /^\s*(.*?)\s*<([^<>\s]+@[^<>\s]+)>\s*$/.exec(raw) ?? /^\s*()([^<>\s]+@[^<>\s]+)\s*$/.exec(raw);
+  if (!match)
+    throw new ConfigError(`MAIL_FROM must be an address or "Name <address>", got ${JSON.stringify(raw)}`);
+  return { address: match[2]!, name: match[1]!.replace(/^"|"$/g, '') || 'Remit' };
+}
+
 function smtpUrl(env: Env): string | undefined {
   const url = optional(env, 'SMTP_URL');
   if (url && !/^smtps?:\/\/[^/]/.test(url))
@@ -365,6 +396,14 @@ export function loadConfig(env: Env = process.env): Config {
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),
     smtpRequireTls: boolean(env, 'SMTP_REQUIRE_TLS', false),
+    mailFrom: mailFrom(env, host, port),
+    people: {
+      sessionIdleS: integer(env, 'SESSION_IDLE_TIMEOUT_S', 86_400, 300, 2_592_000),
+      sessionMaxAgeS: integer(env, 'SESSION_MAX_AGE_S', 1_209_600, 3600, 31_536_000),
+      invitationTtlS: integer(env, 'INVITATION_TTL_S', 604_800, 3600, 2_592_000),
+      passwordResetTtlS: integer(env, 'PASSWORD_RESET_TTL_S', 3600, 300, 86_400),
+      signInLinkTtlS: integer(env, 'SIGN_IN_LINK_TTL_S', 900, 60, 86_400),
+    },
     emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 10, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
     extractionThreads: integer(env, 'EXTRACTION_THREADS', Math.min(2, os.availableParallelism()), 1, 64),
