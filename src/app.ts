@@ -25,6 +25,8 @@ import { authenticate, MembershipCache } from './modules/api-keys/api-keys.servi
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
+import { signInRoutes } from './modules/people/sign-in.routes.ts';
+import { authenticateSession, SessionActivityRecorder } from './modules/people/sign-in.service.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
 import { partyRoutes } from './modules/parties/parties.routes.ts';
 import { productRoutes } from './modules/products/products.routes.ts';
@@ -65,6 +67,7 @@ import { setHttpRoute, tracingActive } from './platform/observability/tracing.ts
 const MODULES: readonly AppModule[] = [
   { name: 'system', routes: [systemRoutes] },
   { name: 'me', routes: [async (app) => meRoutes(app)] },
+  { name: 'sign-in', routes: [signInRoutes] },
   { name: 'api-keys', routes: [apiKeyRoutes] },
   { name: 'parties', routes: [partyRoutes] },
   { name: 'products', routes: [productRoutes] },
@@ -273,11 +276,22 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   app.decorate('lastUsed', lastUsed);
   app.addHook('onClose', async () => lastUsed.close());
 
+  const sessionActivity = new SessionActivityRecorder(deps.database.db, (error) =>
+    app.log.warn({ err: error }, 'session last_seen_at write failed'),
+  );
+  app.addHook('onClose', async () => sessionActivity.close());
+
   const membershipCache = new MembershipCache();
+  const sessionMembershipCache = new MembershipCache();
   await app.register(authPlugin, {
     authenticate: (key) => authenticate(deps.database, deps.config.apiKeyPepper, key, membershipCache),
+    authenticateSession: (token) =>
+      authenticateSession(deps.database, deps.config.people.sessionIdleS, token, sessionMembershipCache),
     rateLimiter: deps.rateLimiter,
-    onAuthenticated: (principal) => lastUsed.mark(principal.apiKeyUid),
+    onAuthenticated: ({ credential }) => {
+      if (credential.kind === 'api_key') lastUsed.mark(credential.uid);
+      else if (credential.kind === 'session') sessionActivity.mark(credential.uid);
+    },
   });
   await app.register(idempotencyPlugin, { db: deps.database.db });
   // `organization_uid` is accepted on every route (applyQueryRules); naming an organization the caller

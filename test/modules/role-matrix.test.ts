@@ -11,7 +11,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
  * organization. The table is the source: a route the app has and the table lacks (or the reverse)
  * fails, and each row's outcome is checked for both roles.
  */
-type Outcome = 'yes' | 'no' | 'own' | 'visible';
+type Outcome = 'yes' | 'no' | 'own' | 'visible' | 'session';
 interface Row {
   method: string;
   path: string;
@@ -39,6 +39,8 @@ const VALID_BODIES: Record<string, unknown> = {
   },
   'POST /api/email/accounts': { email: 'ar@acme.test', display_name: 'AR' },
   'PATCH /api/organization/{organization_uid}/settings': { segregation_of_duties: false },
+  'POST /api/auth/totp/enable': { code: '123456' },
+  'POST /api/auth/totp/disable': { code: '123456' },
 };
 
 let t: TestApp;
@@ -76,7 +78,9 @@ describe('the role matrix (docs/authentication.md)', () => {
       [...documented].filter((r) => !routes.has(r)),
       'rows with no route',
     ).toEqual([]);
-    expect(matrix.every((r) => r.admin === 'yes')).toBe(true);
+    expect(matrix.every((r) => r.admin === 'yes' || (r.admin === 'session' && r.member === 'session'))).toBe(
+      true,
+    );
   });
 
   it('each row holds for both roles: "no" is 403, anything else is never 401 or 403', async () => {
@@ -89,6 +93,12 @@ describe('the role matrix (docs/authentication.md)', () => {
           ...(['POST', 'PUT', 'PATCH'].includes(row.method) ? { body: VALID_BODIES[key] ?? {} } : {}),
         });
         const expected = row[role];
+        if (expected === 'session') {
+          if (res.status !== 403 || !res.raw.includes('session_required')) {
+            problems.push(`${role} ${key}: ${res.status}, not 403 session_required with a key`);
+          }
+          continue;
+        }
         if (expected === 'no' && res.status !== 403) problems.push(`${role} ${key}: ${res.status}, not 403`);
         if (expected !== 'no' && (res.status === 403 || res.status === 401)) {
           problems.push(`${role} ${key}: ${res.status} ${res.raw}`);

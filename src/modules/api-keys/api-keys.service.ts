@@ -129,7 +129,7 @@ export async function createApiKey(
     name: body.name,
     scopes,
     expiresInDays: body.expires_in_days,
-    createdByKeyUid: ctx.principal.apiKeyUid,
+    createdByKeyUid: ctx.principal.credential.kind === 'api_key' ? ctx.principal.credential.uid : undefined,
   });
   return toApiKeyView(row, key);
 }
@@ -216,8 +216,7 @@ export async function authenticate(
   return {
     ok: true,
     principal: {
-      apiKeyUid: row.key_uid,
-      apiKeyOrganizationUid: row.key_organization_uid,
+      credential: { kind: 'api_key', uid: row.key_uid, organizationUid: row.key_organization_uid },
       scopes: row.scopes,
       user: {
         uid: row.user_uid,

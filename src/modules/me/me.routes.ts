@@ -21,11 +21,17 @@ const Me = Type.Object({
     }),
   ),
   default_organization_uid: Nullable(Uuid),
-  api_key: Type.Object({
-    uid: Uuid,
-    organization_uid: Uuid,
-    scopes: Type.Array(Type.String(), { description: 'Empty: full access within the role' }),
-  }),
+  authenticated_with: Type.Union([Type.Literal('api_key'), Type.Literal('session')]),
+  /** The key of this request; null when signed in with a session. */
+  api_key: Nullable(
+    Type.Object({
+      uid: Uuid,
+      organization_uid: Uuid,
+      scopes: Type.Array(Type.String(), { description: 'Empty: full access within the role' }),
+    }),
+  ),
+  /** The sign-in session of this request; null with an API key. */
+  session: Nullable(Type.Object({ uid: Uuid })),
   scopes: Type.Array(Type.String()),
 });
 
@@ -59,7 +65,16 @@ export async function meRoutes(app: App) {
             is_default: m.isDefault,
           })),
           default_organization_uid: defaultOrganization,
-          api_key: { uid: p.apiKeyUid, organization_uid: p.apiKeyOrganizationUid, scopes: p.scopes ?? [] },
+          authenticated_with: p.credential.kind === 'session' ? 'session' : 'api_key',
+          api_key:
+            p.credential.kind === 'api_key'
+              ? {
+                  uid: p.credential.uid,
+                  organization_uid: p.credential.organizationUid!,
+                  scopes: p.scopes ?? [],
+                }
+              : null,
+          session: p.credential.kind === 'session' ? { uid: p.credential.uid } : null,
           scopes: p.scopes ?? [],
         },
         'Current user',

@@ -20,8 +20,7 @@ export async function systemContext(
     role: 'admin',
     requestId,
     principal: {
-      apiKeyUid: '',
-      apiKeyOrganizationUid: organizationUid,
+      credential: { kind: 'system', uid: actor.uid, organizationUid },
       scopes: null,
       user: { uid: actor.uid, id: 0, email: '', fullName: actor.name, avatarUrl: null },
       memberships: [{ organizationUid, organizationName: organization.name, role: 'admin', isDefault: true }],

@@ -6,12 +6,18 @@ import { setLogFields } from '../logging.ts';
 import { contextFor, resolveMembership, type Principal, type RequestContext } from './context.ts';
 import { narrowToCaller } from './db-role.ts';
 import { AppError } from './errors.ts';
+import { forgeryProblem, readSessionCookie } from './session-cookie.ts';
 import type { RateLimiter } from './rate-limit.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** No API key needed (health, OpenAPI, docs, the storage upload endpoint). */
     public?: boolean;
+    /**
+     * With `public`: credentials are optional, but when a key or a session is presented it must be valid,
+     * and the route sees its principal (accepting an invitation as an existing user).
+     */
+    optionalAuth?: boolean;
     /** The scope a key must hold for this route. */
     scope?: Scope;
   }
@@ -28,6 +34,8 @@ export type Authenticator = (
 
 export interface AuthOptions {
   authenticate: Authenticator;
+  /** A sign-in session's cookie token → its principal (docs/people.md); without it cookies are ignored. */
+  authenticateSession?: Authenticator;
   rateLimiter: RateLimiter;
   /** Called after a successful authentication (records `last_used_at` off the request path). */
   onAuthenticated?: (principal: Principal) => void;
@@ -48,12 +56,17 @@ function likelyOrganizationUid(request: FastifyRequest, principal: Principal): s
   const isMember = principal.memberships.some((m) => m.organizationUid === named);
   return principal.memberships.length > 0
     ? resolveMembership(principal, isMember ? (named as string) : undefined).organizationUid
-    : principal.apiKeyOrganizationUid;
+    : (principal.credential.organizationUid ?? '');
 }
 
 // Every authentication failure answers the same body, so a caller learns nothing about which keys exist.
 const unauthorized = () =>
-  new AppError('unauthorized', 'Missing or invalid API key. Send "Authorization: Bearer <API key>".');
+  new AppError(
+    'unauthorized',
+    'Missing or invalid API key. Send "Authorization: Bearer <API key>", or sign in (POST /api/auth/sign-in).',
+  );
+const sessionEnded = () =>
+  new AppError('unauthorized', 'Your session has ended or was signed out; sign in again.');
 
 async function authPlugin(app: FastifyInstance, options: AuthOptions) {
   app.decorateRequest('principal', null);
@@ -65,6 +78,19 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
     const scope = this.routeOptions.config.scope;
     if (scope && !roleAllows(ctx.role, scope)) {
       throw new AppError('missing_scope', `Your role (${ctx.role}) does not allow ${scope}`);
+    }
+    if (
+      ctx.role === 'admin' &&
+      this.principal.credential.kind === 'session' &&
+      !this.principal.secondFactor
+    ) {
+      const membership = this.principal.memberships.find((m) => m.organizationUid === ctx.organizationUid);
+      if (membership?.requireAdminMfa) {
+        throw new AppError(
+          'second_factor_required',
+          'This organization requires admins to sign in with a second factor: set up TOTP (POST /api/auth/totp/setup), then sign in again',
+        );
+      }
     }
     return ctx;
   });
@@ -92,29 +118,53 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
   };
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.routeOptions.config.public) return;
+    const config = request.routeOptions.config;
+    const header = request.headers.authorization;
+    if (config.public && !(config.optionalAuth && (header || readSessionCookie(request)))) return;
     // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
     if (request.routeOptions.url?.startsWith('/docs')) return;
-    // Requests no key answers for (unknown routes, failed authentication) are counted per client
+    // Requests no credential answers for (unknown routes, failed authentication) are counted per client
     // address instead: they carry the same headers, and guessing keys is slowed down, while a key's own
     // quota is never spent by someone else's failed attempts.
     const anonymous = `ip:${request.ip}`;
     if (request.is404) return spend(request, reply, anonymous);
-    const header = request.headers.authorization;
-    const match = header ? BEARER.exec(header) : null;
-    const result = match ? await options.authenticate(match[1]!) : undefined;
-    if (!result?.ok) {
-      await spend(request, reply, anonymous);
-      throw unauthorized();
+    let result: Awaited<ReturnType<Authenticator>> | undefined;
+    if (header) {
+      const match = BEARER.exec(header);
+      result = match ? await options.authenticate(match[1]!) : undefined;
+      if (!result?.ok) {
+        await spend(request, reply, anonymous);
+        throw unauthorized();
+      }
+    } else {
+      // A person's browser: the session cookie, and for an unsafe method proof that the request comes
+      // from our own pages (docs/people.md#cross-site-requests).
+      const token = options.authenticateSession ? readSessionCookie(request) : undefined;
+      result = token ? await options.authenticateSession!(token) : undefined;
+      if (!result?.ok) {
+        await spend(request, reply, anonymous);
+        throw token ? sessionEnded() : unauthorized();
+      }
+      const forgery = forgeryProblem(request, token!);
+      if (forgery) {
+        await spend(request, reply, anonymous);
+        throw new AppError('csrf_failed', `Refused as a possible cross-site request: ${forgery}`);
+      }
     }
-    request.principal = result.principal;
-    setLogFields(request.log, { organization_uid: likelyOrganizationUid(request, result.principal) });
-    narrowToCaller(request, result.principal);
-    options.onAuthenticated?.(result.principal);
-    await spend(request, reply, result.principal.apiKeyUid);
+    const principal = result.principal;
+    request.principal = principal;
+    setLogFields(request.log, { organization_uid: likelyOrganizationUid(request, principal) });
+    narrowToCaller(request, principal);
+    options.onAuthenticated?.(principal);
+    // A key's quota is its own; a person's sessions share one.
+    await spend(
+      request,
+      reply,
+      principal.credential.kind === 'api_key' ? principal.credential.uid : `user:${principal.user.uid}`,
+    );
 
-    const scope = request.routeOptions.config.scope;
-    if (scope && !keyAllows(result.principal.scopes, scope)) {
+    const scope = config.scope;
+    if (scope && !keyAllows(principal.scopes, scope)) {
       throw new AppError('missing_scope', `This API key lacks the ${scope} scope`);
     }
   });

@@ -15,16 +15,33 @@ export interface Membership {
   organizationName: string;
   role: Role;
   isDefault: boolean;
+  /** The organization signs its admins in only with a second factor (sessions; docs/people.md). */
+  requireAdminMfa?: boolean;
 }
 
-/** Who is calling: the authenticated key, its user and every organization the user belongs to. */
+/**
+ * What authenticated a call: an API key, a person's sign-in session (docs/people.md), or the service
+ * itself acting for a background job.
+ */
+export interface Credential {
+  kind: 'api_key' | 'session' | 'system';
+  uid: string;
+  /**
+   * The organization the credential's own records (idempotency) are kept under: a key's organization; a
+   * session's, the user's default organization; null for a user who belongs to none.
+   */
+  organizationUid: string | null;
+}
+
+/** Who is calling: the credential, its user and every organization the user belongs to. */
 export interface Principal {
-  apiKeyUid: string;
-  apiKeyOrganizationUid: string;
-  /** null: a full-access key. */
+  credential: Credential;
+  /** null: full access within the role (a key without scopes, or a session). */
   scopes: string[] | null;
   user: PrincipalUser;
   memberships: Membership[];
+  /** A session made with the user's second factor (TOTP). */
+  secondFactor?: boolean;
 }
 
 /**

@@ -27,10 +27,10 @@ export function registerDbRole(app: FastifyInstance): void {
 
 /**
  * The caller's organizations: all of them, because a request may name any organization it belongs to
- * (interface 4.4), and the key's own, which its idempotency records belong to.
+ * (interface 4.4), and the credential's own, which its idempotency records belong to.
  */
 export function narrowToCaller(request: FastifyRequest, principal: Principal): void {
   const organizationUids = new Set(principal.memberships.map((m) => m.organizationUid));
-  organizationUids.add(principal.apiKeyOrganizationUid);
+  if (principal.credential.organizationUid) organizationUids.add(principal.credential.organizationUid);
   request.dbRole.role = { kind: 'tenant', organizationUids: [...organizationUids] };
 }

@@ -205,6 +205,7 @@ function methodsByPath(app: FastifyInstance) {
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: unknown, request: FastifyRequest, reply: FastifyReply) => {
     const appError = normalizeError(error, errorContext(request));
+    if (appError.retryAfterS !== undefined) reply.header('Retry-After', appError.retryAfterS);
     if (appError.statusCode >= 500) request.log.error({ err: error }, 'request failed');
     else request.log.info({ code: appError.code, status: appError.statusCode }, appError.message);
     return send(request, reply, appError);

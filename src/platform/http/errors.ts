@@ -6,11 +6,17 @@ export const ERROR_CODES = {
   bad_request: 400,
   invalid_json: 400,
   invalid_parameter: 400,
+  invalid_token: 400,
   unknown_parameter: 400,
   unauthorized: 401,
+  invalid_credentials: 401,
+  second_factor_missing: 401,
   forbidden: 403,
   not_a_member: 403,
   missing_scope: 403,
+  csrf_failed: 403,
+  second_factor_required: 403,
+  session_required: 403,
   not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,
@@ -21,6 +27,8 @@ export const ERROR_CODES = {
   invalid_state: 409,
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
+  token_used: 409,
+  token_expired: 410,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,
@@ -44,6 +52,8 @@ export interface FieldError {
 
 export class AppError extends Error {
   readonly statusCode: number;
+  /** Sent as `Retry-After` (seconds) with the error (throttled sign-in attempts). */
+  retryAfterS?: number;
 
   constructor(
     readonly code: ErrorCode,

@@ -274,7 +274,8 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
   }
 
   const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply) => {
-    if (request.method !== 'POST' || !request.principal) return;
+    // A session of a user with no organization has nowhere to keep a response (and no route to call).
+    if (request.method !== 'POST' || !request.principal?.credential.organizationUid) return;
     const header = request.headers['idempotency-key'];
     if (header === undefined) return;
     if (typeof header !== 'string' || header.length === 0 || header.length > 255) {
@@ -288,8 +289,9 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
       ]);
     }
     const c: IdempotencyClaim = {
-      organizationUid: request.principal.apiKeyOrganizationUid,
-      apiKeyUid: request.principal.apiKeyUid,
+      organizationUid: request.principal.credential.organizationUid,
+      // The key's uid, or the session's: a response is replayed only to the credential that made it.
+      apiKeyUid: request.principal.credential.uid,
       method: request.method,
       // Without its trailing slash: the router serves `/x/` as `/x` (ignoreTrailingSlash), so keeping the
       // slash let a retry to `/x/` run the request a second time instead of replaying it.

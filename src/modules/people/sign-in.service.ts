@@ -1,0 +1,524 @@
+import crypto from 'node:crypto';
+import * as OTPAuth from 'otpauth';
+import type { Config } from '../../config.ts';
+import type { Database, Db } from '../../platform/db/client.ts';
+import { asService } from '../../platform/db/session-role.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import type { Membership, Principal } from '../../platform/http/context.ts';
+import { resolveMembership } from '../../platform/http/context.ts';
+import type { Role } from '../../platform/http/scopes.ts';
+import type { MailTransports } from '../../platform/mail/mailer.ts';
+import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import { MembershipCache, type AuthenticationResult } from '../api-keys/api-keys.service.ts';
+import { normalizeEmail } from '../tenancy/tenancy.service.ts';
+import { hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.ts';
+import * as repo from './sign-in.repository.ts';
+import {
+  accountBucket,
+  addressBucket,
+  assertNotThrottled,
+  forgive,
+  mailBucket,
+  recordFailure,
+} from './sign-in-throttle.ts';
+import { sendSystemMail } from './system-mail.ts';
+
+/** What the sign-in use cases need from the app. */
+export interface SignInDeps {
+  database: Database;
+  config: Pick<Config, 'people' | 'publicBaseUrl' | 'mailFrom'>;
+  secrets: SecretBox;
+  mail: MailTransports;
+}
+
+export type SessionMethod = 'password' | 'sign_in_link' | 'invitation';
+
+export interface ClientInfo {
+  ip: string;
+  userAgent: string | undefined;
+}
+
+const hashToken = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
+const newToken = () => crypto.randomBytes(32).toString('base64url');
+
+// One message for every sign-in failure, so no answer says whether an email has an account.
+const invalidCredentials = () => new AppError('invalid_credentials', 'The email or password is not right');
+
+// ---------------------------------------------------------------------------------------------------
+// Authentication of a request by its session cookie
+
+/** Turns a session cookie's token into a principal (auth.ts calls this for cookie requests). */
+export async function authenticateSession(
+  database: Database,
+  idleSeconds: number,
+  token: string,
+  cache: MembershipCache,
+): Promise<AuthenticationResult> {
+  if (token.length < 40 || token.length > 64 || !/^[\w-]+$/.test(token))
+    return { ok: false, reason: 'malformed' };
+  const hash = hashToken(token);
+  const cached = cache.get(hash);
+  const row = await repo.findSessionForAuthentication(database, hash, cached?.version ?? -1, idleSeconds);
+  if (!row || !crypto.timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash))) {
+    return { ok: false, reason: 'unknown' };
+  }
+  if (row.is_revoked) return { ok: false, reason: 'revoked' };
+  if (row.is_expired) return { ok: false, reason: 'expired' };
+  let memberships: Membership[];
+  if (row.memberships === null && cached && cached.version === row.auth_version) {
+    memberships = cached.memberships;
+  } else {
+    memberships = (row.memberships ?? []).map((m) => ({
+      organizationUid: m.organization_uid,
+      organizationName: m.organization_name,
+      role: m.role as Role,
+      isDefault: m.is_default,
+      requireAdminMfa: m.require_admin_mfa,
+    }));
+    cache.set(hash, row.auth_version, memberships);
+  }
+  return {
+    ok: true,
+    principal: {
+      credential: {
+        kind: 'session',
+        uid: row.session_uid,
+        organizationUid:
+          memberships.length > 0 ? resolveMembership({ memberships } as Principal).organizationUid : null,
+      },
+      scopes: null,
+      user: {
+        uid: row.user_uid,
+        id: row.user_id,
+        email: row.email,
+        fullName: row.full_name,
+        avatarUrl: row.avatar_url,
+      },
+      memberships,
+      // A user with TOTP gets sessions only with a code (signIn below), so every one of theirs has it.
+      secondFactor: row.totp_enabled,
+    },
+  };
+}
+
+/**
+ * Records sessions' `last_seen_at` (their idle clock) off the request path: a request marks its session,
+ * a timer writes the marks in one statement, at most once a minute per session.
+ */
+export class SessionActivityRecorder {
+  private readonly pending = new Set<string>();
+  private readonly writtenAt = new Map<string, number>();
+  private readonly timer: NodeJS.Timeout;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly onError: (error: unknown) => void,
+    flushEveryMs = 1000,
+  ) {
+    this.timer = setInterval(() => void this.flush(), flushEveryMs);
+    this.timer.unref();
+  }
+
+  mark(sessionUid: string, now = Date.now()): void {
+    const last = this.writtenAt.get(sessionUid);
+    if (last !== undefined && now - last < 60_000) return;
+    this.writtenAt.set(sessionUid, now);
+    this.pending.add(sessionUid);
+  }
+
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.pending.size === 0) return;
+      const uids = [...this.pending];
+      this.pending.clear();
+      try {
+        await asService(() => repo.touchSessions(this.db, uids));
+      } catch (error) {
+        this.onError(error);
+      }
+      if (this.writtenAt.size > 100_000) this.writtenAt.clear();
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Sessions
+
+export interface NewSession {
+  token: string;
+  session: repo.SessionRow;
+  user: { uid: string; email: string; fullName: string };
+}
+
+/** Opens a session for the user (after whatever proved who they are). */
+export async function openSession(
+  deps: SignInDeps,
+  userUid: string,
+  method: SessionMethod,
+  client: ClientInfo,
+): Promise<NewSession> {
+  const token = newToken();
+  return asService(async () => {
+    const user = await repo.findSignInUser(deps.database.db, userUid);
+    if (!user) throw notFound('User');
+    const session = await repo.insertSession(deps.database.db, {
+      userUid,
+      tokenHash: hashToken(token),
+      expiresAt: new Date(Date.now() + deps.config.people.sessionMaxAgeS * 1000),
+      ipAddress: client.ip,
+      userAgent: client.userAgent?.slice(0, 512) ?? null,
+      method,
+    });
+    return { token, session, user: { uid: user.uid, email: user.email, fullName: user.fullName } };
+  });
+}
+
+/**
+ * The second factor, when the user has one: a current six-digit code, accepted once. Missing → 401
+ * `second_factor_required` (the password was right: the client asks for the code and sends both again).
+ */
+async function checkSecondFactor(deps: SignInDeps, user: repo.SignInUser, code: string | undefined) {
+  if (!user.totpEnabledAt || !user.totpSecret) return;
+  if (!code) {
+    throw new AppError('second_factor_missing', 'Enter the six-digit code from your authenticator app', [
+      { field: 'totp_code', message: 'required for this account' },
+    ]);
+  }
+  const step = totpStep(deps, user, code);
+  if (step === null || !(await asService(() => repo.claimTotpStep(deps.database.db, user.uid, step)))) {
+    throw new AppError(
+      'invalid_credentials',
+      'The code is not right, or was already used; wait for the next one',
+    );
+  }
+}
+
+export interface PasswordSignIn {
+  email: string;
+  password: string;
+  totpCode?: string | undefined;
+}
+
+export async function signInWithPassword(
+  deps: SignInDeps,
+  input: PasswordSignIn,
+  client: ClientInfo,
+): Promise<NewSession> {
+  const db = deps.database.db;
+  const email = normalizeEmail(input.email);
+  const buckets = [accountBucket(email), addressBucket(client.ip)];
+  await assertNotThrottled(db, buckets);
+  const user = await asService(() => repo.findSignInUserByEmail(db, email));
+  // Verified against a dummy hash when there is no user or no password: the same time either way.
+  if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
+    await recordFailure(db, buckets);
+    throw invalidCredentials();
+  }
+  try {
+    await checkSecondFactor(deps, user, input.totpCode);
+  } catch (error) {
+    if ((error as AppError).code === 'invalid_credentials') await recordFailure(db, buckets);
+    throw error;
+  }
+  await forgive(db, buckets[0]!);
+  if (needsRehash(user.passwordHash!)) {
+    const rehashed = await hashPassword(input.password);
+    await asService(() => repo.updateCredentials(db, user.uid, { passwordHash: rehashed }));
+  }
+  return openSession(deps, user.uid, 'password', client);
+}
+
+export async function signOut(database: Database, principal: Principal): Promise<void> {
+  if (principal.credential.kind !== 'session') return;
+  await asService(() => repo.revokeSession(database.db, principal.user.uid, principal.credential.uid));
+}
+
+export async function listSessions(deps: SignInDeps, principal: Principal) {
+  const rows = await asService(() =>
+    repo.listActiveSessions(deps.database.db, principal.user.uid, deps.config.people.sessionIdleS),
+  );
+  return rows.map((row) => sessionView(deps, row, principal));
+}
+
+export function sessionView(deps: SignInDeps, row: repo.SessionRow, principal?: Principal) {
+  const idleEnds = new Date(row.lastSeenAt.getTime() + deps.config.people.sessionIdleS * 1000);
+  return {
+    uid: row.uid,
+    created_at: row.createdAt,
+    last_seen_at: row.lastSeenAt,
+    // Whichever comes first: the absolute end, or the idle end if nothing is done until then.
+    expires_at: idleEnds < row.expiresAt ? idleEnds : row.expiresAt,
+    ip_address: row.ipAddress,
+    user_agent: row.userAgent,
+    method: row.method,
+    revoked_at: row.revokedAt,
+    current: principal?.credential.kind === 'session' && principal.credential.uid === row.uid,
+  };
+}
+
+/** Revokes one of the caller's own sessions; another user's is 404. */
+export async function revokeOwnSession(deps: SignInDeps, principal: Principal, uid: string) {
+  const row = await asService(() => repo.revokeSession(deps.database.db, principal.user.uid, uid));
+  if (!row) throw notFound('Session');
+  return sessionView(deps, row, principal);
+}
+
+/** Signs the user out everywhere: every session, the current one too unless `keepCurrent`. */
+export async function revokeAllSessions(deps: SignInDeps, principal: Principal, keepCurrent: boolean) {
+  const except =
+    keepCurrent && principal.credential.kind === 'session' ? principal.credential.uid : undefined;
+  return asService(() => repo.revokeUserSessions(deps.database.db, principal.user.uid, except));
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Passwords
+
+function assertPassword(password: string, email: string, field = 'password') {
+  const problem = passwordProblem(password, email);
+  if (problem) throw validationFailed(field, `The password ${problem}`);
+}
+
+/** Sets a user's password (invitation acceptance, reset, change); their other sessions end. */
+export async function setPassword(deps: SignInDeps, userUid: string, email: string, password: string) {
+  assertPassword(password, email);
+  const passwordHash = await hashPassword(password);
+  await asService(() =>
+    deps.database.db.transaction(async (tx) => {
+      await repo.updateCredentials(tx, userUid, { passwordHash, passwordChangedAt: new Date() });
+      await repo.revokeUserSessions(tx, userUid);
+      await repo.expireUserTokens(tx, userUid, 'password_reset');
+    }),
+  );
+}
+
+export async function changePassword(
+  deps: SignInDeps,
+  principal: Principal,
+  input: { currentPassword: string; newPassword: string },
+  client: ClientInfo,
+): Promise<NewSession | null> {
+  const db = deps.database.db;
+  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  const buckets = [accountBucket(principal.user.email), addressBucket(client.ip)];
+  await assertNotThrottled(db, buckets);
+  if (!(await verifyPassword(user?.passwordHash, input.currentPassword))) {
+    await recordFailure(db, buckets);
+    throw new AppError('invalid_credentials', 'The current password is not right', [
+      { field: 'current_password', message: 'is not right' },
+    ]);
+  }
+  await setPassword(deps, principal.user.uid, principal.user.email, input.newPassword);
+  // Every session ended with the change; the one that made it goes on as a new one.
+  return principal.credential.kind === 'session'
+    ? openSession(deps, principal.user.uid, 'password', client)
+    : null;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Emailed links: password reset and sign-in link
+
+async function emailLink(
+  deps: SignInDeps,
+  kind: 'password_reset' | 'sign_in_link',
+  rawEmail: string,
+  client: ClientInfo,
+): Promise<void> {
+  const db = deps.database.db;
+  const email = normalizeEmail(rawEmail);
+  const buckets = [mailBucket(email), addressBucket(client.ip)];
+  await assertNotThrottled(db, buckets);
+  // Counted whether or not the address has an account, so the throttle tells nothing either.
+  await recordFailure(db, buckets);
+  const user = await asService(() => repo.findSignInUserByEmail(db, email));
+  if (!user) return;
+  const token = newToken();
+  const ttlS =
+    kind === 'password_reset' ? deps.config.people.passwordResetTtlS : deps.config.people.signInLinkTtlS;
+  await asService(() =>
+    db.transaction(async (tx) => {
+      await repo.expireUserTokens(tx, user.uid, kind);
+      await repo.insertToken(tx, {
+        userUid: user.uid,
+        kind,
+        tokenHash: hashToken(token),
+        expiresAt: new Date(Date.now() + ttlS * 1000),
+      });
+    }),
+  );
+  const minutes = Math.round(ttlS / 60);
+  const link =
+    kind === 'password_reset'
+      ? `${deps.config.publicBaseUrl}/reset-password?token=${token}`
+      : `${deps.config.publicBaseUrl}/sign-in-link?token=${token}`;
+  await sendSystemMail(
+    { config: deps.config, mail: deps.mail },
+    kind === 'password_reset'
+      ? {
+          to: user.email,
+          subject: 'Reset your Remit password',
+          text:
+            `Someone (hopefully you) asked to set a new password for ${user.email} on Remit.\n\n` +
+            `Set it here within ${minutes} minutes:\n${link}\n\n` +
+            'The link works once. If you did not ask for it, ignore this email: your password stays as it is.\n',
+        }
+      : {
+          to: user.email,
+          subject: 'Your Remit sign-in link',
+          text:
+            `Sign in to Remit as ${user.email} within ${minutes} minutes:\n${link}\n\n` +
+            'The link works once. If you did not ask for it, ignore this email.\n',
+        },
+  );
+}
+
+export const requestPasswordReset = (deps: SignInDeps, email: string, client: ClientInfo) =>
+  emailLink(deps, 'password_reset', email, client);
+export const requestSignInLink = (deps: SignInDeps, email: string, client: ClientInfo) =>
+  emailLink(deps, 'sign_in_link', email, client);
+
+function linkRefused(refused: 'unknown' | 'used' | 'expired', what: string): AppError {
+  if (refused === 'used')
+    return new AppError('token_used', `This ${what} link was already used; ask for a new one`);
+  if (refused === 'expired')
+    return new AppError('token_expired', `This ${what} link has expired; ask for a new one`);
+  return new AppError('invalid_token', `This ${what} link is not valid; ask for a new one`);
+}
+
+export async function resetPassword(deps: SignInDeps, token: string, password: string): Promise<void> {
+  const db = deps.database.db;
+  // Checked before the token is used up, so a too-short password does not cost the link.
+  const owner = await asService(() =>
+    db.transaction(async (tx) => {
+      const used = await repo.consumeToken(tx, 'password_reset', hashToken(token));
+      if ('refused' in used) throw linkRefused(used.refused, 'password reset');
+      const user = await repo.findSignInUser(tx, used.userUid);
+      if (!user) throw linkRefused('unknown', 'password reset');
+      const problem = passwordProblem(password, user.email);
+      if (problem) throw validationFailed('password', `The password ${problem}`);
+      return user;
+    }),
+  );
+  await setPassword(deps, owner.uid, owner.email, password);
+}
+
+export async function signInWithLink(
+  deps: SignInDeps,
+  token: string,
+  totpCode: string | undefined,
+  client: ClientInfo,
+): Promise<NewSession> {
+  const db = deps.database.db;
+  await assertNotThrottled(db, [addressBucket(client.ip)]);
+  // A user with a second factor needs the code too; the link is used only when everything is right.
+  const user = await asService(() =>
+    db.transaction(async (tx) => {
+      const used = await repo.consumeToken(tx, 'sign_in_link', hashToken(token));
+      if ('refused' in used) throw linkRefused(used.refused, 'sign-in');
+      const found = await repo.findSignInUser(tx, used.userUid);
+      if (!found) throw linkRefused('unknown', 'sign-in');
+      await checkSecondFactor(deps, found, totpCode);
+      return found;
+    }),
+  ).catch(async (error: unknown) => {
+    if (['invalid_token', 'invalid_credentials'].includes((error as AppError).code)) {
+      await recordFailure(db, [addressBucket(client.ip)]);
+    }
+    throw error;
+  });
+  return openSession(deps, user.uid, 'sign_in_link', client);
+}
+
+// ---------------------------------------------------------------------------------------------------
+// TOTP second factor (RFC 6238: SHA-1, 6 digits, 30 s, ±1 step), through the otpauth library
+
+const TOTP_PURPOSE = (userUid: string) => `user_credentials.totp_secret:${userUid}`;
+
+function totpFor(secretBase32: string, email: string) {
+  return new OTPAuth.TOTP({
+    issuer: 'Remit',
+    label: email,
+    algorithm: 'SHA1',
+    digits: 6,
+    period: 30,
+    secret: OTPAuth.Secret.fromBase32(secretBase32),
+  });
+}
+
+/** The time step a code is for (±1 step of drift), or null when it is not a current code. */
+function totpStep(deps: SignInDeps, user: repo.SignInUser, code: string): number | null {
+  if (!/^\d{6}$/.test(code) || !user.totpSecret) return null;
+  const secret = deps.secrets.open(user.totpSecret, TOTP_PURPOSE(user.uid));
+  const now = Date.now();
+  const delta = totpFor(secret, user.email).validate({ token: code, timestamp: now, window: 1 });
+  return delta === null ? null : Math.floor(now / 30_000) + delta;
+}
+
+function requireSession(principal: Principal): void {
+  if (principal.credential.kind !== 'session') {
+    throw new AppError(
+      'session_required',
+      'A second factor is set up by the person, signed in (not with an API key)',
+    );
+  }
+}
+
+/** Starts setting up TOTP: a new secret, stored sealed and not yet required, and its otpauth:// URI. */
+export async function setupTotp(deps: SignInDeps, principal: Principal) {
+  requireSession(principal);
+  const user = await asService(() => repo.findSignInUser(deps.database.db, principal.user.uid));
+  if (!user) throw notFound('User');
+  if (user.totpEnabledAt) throw new AppError('conflict', 'A second factor is already on; turn it off first');
+  const secret = new OTPAuth.Secret({ size: 20 }).base32;
+  await asService(() =>
+    repo.updateCredentials(deps.database.db, user.uid, {
+      totpSecret: deps.secrets.seal(secret, TOTP_PURPOSE(user.uid)),
+      totpEnabledAt: null,
+      totpLastStep: null,
+    }),
+  );
+  return { secret, otpauth_uri: totpFor(secret, user.email).toString() };
+}
+
+/** Turns TOTP on once the person proves their app has the secret (a current code). */
+export async function enableTotp(deps: SignInDeps, principal: Principal, code: string) {
+  requireSession(principal);
+  const db = deps.database.db;
+  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  if (!user?.totpSecret) throw new AppError('invalid_state', 'Set up TOTP first (POST /api/auth/totp/setup)');
+  if (user.totpEnabledAt) throw new AppError('conflict', 'A second factor is already on');
+  const step = totpStep(deps, user, code);
+  if (step === null || !(await asService(() => repo.claimTotpStep(db, user.uid, step)))) {
+    throw validationFailed('code', 'The code is not right; enter the current one from your app');
+  }
+  await asService(() => repo.updateCredentials(db, user.uid, { totpEnabledAt: new Date() }));
+}
+
+/** Turns TOTP off; needs a current code (or the password, for someone who lost the app). */
+export async function disableTotp(
+  deps: SignInDeps,
+  principal: Principal,
+  proof: { code?: string | undefined; password?: string | undefined },
+) {
+  requireSession(principal);
+  const db = deps.database.db;
+  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  if (!user?.totpEnabledAt) throw new AppError('invalid_state', 'No second factor is on');
+  let proven = false;
+  if (proof.code) {
+    const step = totpStep(deps, user, proof.code);
+    proven = step !== null && (await asService(() => repo.claimTotpStep(db, user.uid, step)));
+  } else if (proof.password) {
+    proven = await verifyPassword(user.passwordHash, proof.password);
+  }
+  if (!proven) throw new AppError('invalid_credentials', 'The code or password is not right');
+  await asService(() =>
+    repo.updateCredentials(db, user.uid, { totpSecret: null, totpEnabledAt: null, totpLastStep: null }),
+  );
+}
