@@ -92,3 +92,9 @@ $$;
 REVOKE ALL ON FUNCTION remit_authenticate_session(text, integer, integer) FROM PUBLIC;
 --> statement-breakpoint
 GRANT EXECUTE ON FUNCTION remit_authenticate_session(text, integer, integer) TO remit_tenant;
+--> statement-breakpoint
+-- Sessions cache memberships by the user's auth_version (as keys do): the setting is part of what they
+-- cache, so changing it bumps the version of every member, as renaming the organization does.
+CREATE TRIGGER organizations_require_admin_mfa_auth_version AFTER UPDATE OF require_admin_mfa ON organizations
+  FOR EACH ROW WHEN (OLD.require_admin_mfa IS DISTINCT FROM NEW.require_admin_mfa)
+  EXECUTE FUNCTION organizations_bump_auth_version();

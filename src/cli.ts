@@ -227,7 +227,7 @@ async function run(argv: string[], out: Output, env: Env): Promise<void> {
     });
     out.result(
       result,
-      `Sealed under key ${result.key_id}: ${result.billing_secrets} billing secrets, ${result.smtp_urls} SMTP URLs`,
+      `Sealed under key ${result.key_id}: ${result.billing_secrets} billing secrets, ${result.smtp_urls} SMTP URLs, ${result.totp_secrets} TOTP secrets`,
     );
     return;
   }

@@ -14,6 +14,8 @@ let t: TestApp;
 let p: Principals;
 
 const GLOBAL_TABLES = new Set(['organizations', 'users', 'remit_migrations']);
+/** A person's own tables (migration 0013): the tenant role has no privilege on them at all. */
+const USER_TABLES = ['user_credentials', 'user_sessions', 'user_tokens', 'sign_in_throttle'];
 
 beforeAll(async () => {
   t = await createTestApp({
@@ -93,8 +95,23 @@ describe('row-level security', () => {
     const tenant = new Set(tables.map((row) => row.table_name));
     // Everything else is global by design, and listed here so a new table must choose.
     expect(
-      all.map((r) => r.table_name).filter((name) => !tenant.has(name) && !GLOBAL_TABLES.has(name)),
+      all
+        .map((r) => r.table_name)
+        .filter((name) => !tenant.has(name) && !GLOBAL_TABLES.has(name) && !USER_TABLES.includes(name)),
     ).toEqual([]);
+  });
+
+  it("the tenant role cannot touch a person's credentials, sessions, tokens or throttle", async () => {
+    const rows = await rawQuery<{ table_name: string; allowed: boolean }>(
+      t.db,
+      `select t as table_name,
+              has_table_privilege('remit_tenant', t, 'SELECT') or has_table_privilege('remit_tenant', t, 'INSERT')
+              or has_table_privilege('remit_tenant', t, 'UPDATE') or has_table_privilege('remit_tenant', t, 'DELETE') as allowed
+         from unnest($1::text[]) as t`,
+      [USER_TABLES],
+    );
+    expect(rows).toHaveLength(USER_TABLES.length);
+    expect(rows.filter((r) => r.allowed)).toEqual([]);
   });
 
   it('requests run as a role that row-level security binds: not a superuser, not an owner, no bypass', async () => {

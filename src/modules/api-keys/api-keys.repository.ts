@@ -3,6 +3,8 @@ import type { DbOrTx } from '../../platform/db/client.ts';
 import { preparedQuery, rawQuery, type Database } from '../../platform/db/client.ts';
 import { withConnectionAsIs } from '../../platform/db/session-role.ts';
 import { apiKeys } from './api-keys.tables.ts';
+import { memberships } from '../tenancy/tenancy.tables.ts';
+import type { Role } from '../../platform/http/scopes.ts';
 
 export type ApiKeyRow = typeof apiKeys.$inferSelect;
 
@@ -126,4 +128,17 @@ export async function touchLastUsed(db: DbOrTx, keyUids: string[]): Promise<void
       where uid = any($1::uuid[]) and (last_used_at is null or last_used_at < now() - interval '1 minute')`,
     [keyUids],
   );
+}
+
+/** The user's role in the organization, or undefined when they are not a member. */
+export async function findMemberRole(
+  db: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+): Promise<Role | undefined> {
+  const [row] = await db
+    .select({ role: memberships.role })
+    .from(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)));
+  return row?.role;
 }

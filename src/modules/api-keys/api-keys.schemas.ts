@@ -30,6 +30,10 @@ export const CreateApiKeyBody = Type.Object({
   ),
   expires_in_days: Type.Optional(Type.Integer({ minimum: 1, maximum: 36500 })),
   organization_uid: Type.Optional(Uuid),
+  user_uid: Type.Optional({
+    ...Uuid,
+    description: 'Admins: issue the key to another member of the organization (default: the caller)',
+  }),
 });
 
 export const ListApiKeysQuery = Type.Object({

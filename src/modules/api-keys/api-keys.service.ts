@@ -76,6 +76,7 @@ export interface CreateApiKeyBody {
   name: string;
   scopes?: string[] | undefined;
   expires_in_days?: number | undefined;
+  user_uid?: string | undefined;
 }
 
 /**
@@ -123,9 +124,24 @@ export async function createApiKey(
   body: CreateApiKeyBody,
 ) {
   const scopes = grantableScopes(ctx, body.scopes);
+  const owner = body.user_uid ?? ctx.principal.user.uid;
+  if (owner !== ctx.principal.user.uid) {
+    // An admin issues a key to a teammate (docs/people.md#keys): a member of this organization, and
+    // nothing their own role could not use.
+    if (ctx.role !== 'admin') throw new AppError('forbidden', 'Only admins issue keys to other members');
+    const role = await repo.findMemberRole(db, ctx.organizationUid, owner);
+    if (!role)
+      throw new AppError('validation_failed', 'user_uid is not a member of this organization', [
+        { field: 'user_uid', message: 'not a member of this organization' },
+      ]);
+    const aboveRole = (scopes ?? []).filter((s) => !roleAllows(role, s));
+    if (aboveRole.length > 0) {
+      throw new AppError('forbidden', `That member's role (${role}) cannot use: ${aboveRole.join(', ')}`);
+    }
+  }
   const { row, key } = await issueApiKey(db, pepper, {
     organizationUid: ctx.organizationUid,
-    userUid: ctx.principal.user.uid,
+    userUid: owner,
     name: body.name,
     scopes,
     expiresInDays: body.expires_in_days,

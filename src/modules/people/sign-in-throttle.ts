@@ -19,8 +19,10 @@ export const POLICIES = {
   account: { free: 5, maxDelayS: 900 },
   /** Per client address: more room, as many people may share one. */
   address: { free: 20, maxDelayS: 900 },
-  /** Emails asked for (password reset, sign-in link) per address they go to. */
+  /** Emails asked for (password reset, sign-in link) per address they go to… */
   mail: { free: 3, maxDelayS: 3600 },
+  /** … and per client address asking. */
+  mailRequests: { free: 20, maxDelayS: 3600 },
 } satisfies Record<string, ThrottlePolicy>;
 
 const FORGET_AFTER_MS = 60 * 60 * 1000;
@@ -36,6 +38,10 @@ export const accountBucket = (email: string): Bucket => ({
 });
 export const addressBucket = (ip: string): Bucket => ({ name: `address:${ip}`, policy: POLICIES.address });
 export const mailBucket = (email: string): Bucket => ({ name: `mail:${email}`, policy: POLICIES.mail });
+export const mailRequestsBucket = (ip: string): Bucket => ({
+  name: `mail-requests:${ip}`,
+  policy: POLICIES.mailRequests,
+});
 
 /** 429 with Retry-After when any bucket is blocked at `now`. */
 export async function assertNotThrottled(db: DbOrTx, buckets: Bucket[], now = new Date()): Promise<void> {

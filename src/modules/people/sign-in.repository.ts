@@ -1,4 +1,4 @@
-import { and, desc, eq, gt, inArray, isNull, lt, ne, sql } from 'drizzle-orm';
+import { and, desc, eq, gt, inArray, isNotNull, isNull, lt, ne, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { preparedQuery, type Database } from '../../platform/db/client.ts';
 import { withConnectionAsIs } from '../../platform/db/session-role.ts';
@@ -260,4 +260,22 @@ export async function clearThrottle(db: DbOrTx, bucket: string) {
 /** Drops throttle rows nobody has failed on for a day (a maintenance job). */
 export async function purgeThrottle(db: DbOrTx) {
   await db.delete(signInThrottle).where(lt(signInThrottle.lastFailedAt, sql`now() - interval '1 day'`));
+}
+
+export async function listTotpSecrets(db: DbOrTx): Promise<{ userUid: string; totpSecret: string }[]> {
+  const rows = await db
+    .select({ userUid: userCredentials.userUid, totpSecret: userCredentials.totpSecret })
+    .from(userCredentials)
+    .where(isNotNull(userCredentials.totpSecret));
+  return rows.map((r) => ({ userUid: r.userUid, totpSecret: r.totpSecret! }));
+}
+
+/** Compare-and-set, so a concurrent change of the secret is never overwritten with the old one. */
+export async function replaceTotpSecret(db: DbOrTx, userUid: string, old: string, sealed: string) {
+  const rows = await db
+    .update(userCredentials)
+    .set({ totpSecret: sealed })
+    .where(and(eq(userCredentials.userUid, userUid), eq(userCredentials.totpSecret, old)))
+    .returning({ userUid: userCredentials.userUid });
+  return rows.length > 0;
 }

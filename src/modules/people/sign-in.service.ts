@@ -19,6 +19,7 @@ import {
   assertNotThrottled,
   forgive,
   mailBucket,
+  mailRequestsBucket,
   recordFailure,
 } from './sign-in-throttle.ts';
 import { sendSystemMail } from './system-mail.ts';
@@ -332,7 +333,7 @@ async function emailLink(
 ): Promise<void> {
   const db = deps.database.db;
   const email = normalizeEmail(rawEmail);
-  const buckets = [mailBucket(email), addressBucket(client.ip)];
+  const buckets = [mailBucket(email), mailRequestsBucket(client.ip)];
   await assertNotThrottled(db, buckets);
   // Counted whether or not the address has an account, so the throttle tells nothing either.
   await recordFailure(db, buckets);
@@ -521,4 +522,17 @@ export async function disableTotp(
   await asService(() =>
     repo.updateCredentials(db, user.uid, { totpSecret: null, totpEnabledAt: null, totpLastStep: null }),
   );
+}
+
+/** Every stored TOTP secret sealed under the current key (at start and by `remit secrets rotate`). */
+export async function resealTotpSecrets(db: Db, secrets: SecretBox): Promise<number> {
+  return asService(async () => {
+    let count = 0;
+    for (const row of await repo.listTotpSecrets(db)) {
+      const sealed = secrets.resealed(row.totpSecret, TOTP_PURPOSE(row.userUid));
+      if (sealed === undefined) continue;
+      if (await repo.replaceTotpSecret(db, row.userUid, row.totpSecret, sealed)) count += 1;
+    }
+    return count;
+  });
 }

@@ -10,10 +10,13 @@ const Settings = Type.Object({
   segregation_of_duties: Type.Boolean({
     description: 'When true, the user who entered a payable cannot also approve it (admins included)',
   }),
+  require_admin_mfa: Type.Boolean({
+    description: 'When true, admins signed in with a session act here only with a second factor (TOTP)',
+  }),
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
-  { segregation_of_duties: Type.Optional(Type.Boolean()) },
+  { segregation_of_duties: Type.Optional(Type.Boolean()), require_admin_mfa: Type.Optional(Type.Boolean()) },
   { additionalProperties: false },
 );
 
@@ -25,7 +28,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
     {
       schema: {
         tags,
-        summary: "The organization's settings (segregation of duties)",
+        summary: "The organization's settings (segregation of duties, second factor for admins)",
         params: Params,
         response: { 200: Envelope(Settings), ...errorResponses },
       },

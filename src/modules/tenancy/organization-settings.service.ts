@@ -6,13 +6,20 @@ import * as repo from './tenancy.repository.ts';
 export interface OrganizationSettings {
   organization_uid: string;
   segregation_of_duties: boolean;
+  require_admin_mfa: boolean;
   updated_at: string;
 }
 
-function view(row: { uid: string; segregationOfDuties: boolean; updatedAt: Date }): OrganizationSettings {
+function view(row: {
+  uid: string;
+  segregationOfDuties: boolean;
+  requireAdminMfa: boolean;
+  updatedAt: Date;
+}): OrganizationSettings {
   return {
     organization_uid: row.uid,
     segregation_of_duties: row.segregationOfDuties,
+    require_admin_mfa: row.requireAdminMfa,
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -32,11 +39,12 @@ export async function getOrganizationSettings(db: Db, ctx: RequestContext): Prom
 export async function updateOrganizationSettings(
   db: Db,
   ctx: RequestContext,
-  body: { segregation_of_duties?: boolean },
+  body: { segregation_of_duties?: boolean; require_admin_mfa?: boolean },
 ): Promise<OrganizationSettings> {
   requireAdmin(ctx);
   const row = await repo.updateOrganizationSettings(db, ctx.organizationUid, {
     ...(body.segregation_of_duties !== undefined ? { segregationOfDuties: body.segregation_of_duties } : {}),
+    ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
   });
   if (!row) throw notFound('Organization');
   return view(row);

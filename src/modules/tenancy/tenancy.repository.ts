@@ -56,7 +56,7 @@ export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Pro
 export async function updateOrganizationSettings(
   db: DbOrTx,
   organizationUid: string,
-  values: { segregationOfDuties?: boolean },
+  values: { segregationOfDuties?: boolean; requireAdminMfa?: boolean },
 ) {
   const [row] = await db
     .update(organizations)
