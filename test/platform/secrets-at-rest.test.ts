@@ -167,7 +167,11 @@ describe('credentials in the database', () => {
       'legacy-plaintext-secret',
     );
     // Nothing stale is left: a second pass seals nothing.
-    expect(await resealStoredSecrets(t.db, t.deps.secrets)).toEqual({ billing_secrets: 0, smtp_urls: 0, totp_secrets: 0 });
+    expect(await resealStoredSecrets(t.db, t.deps.secrets)).toEqual({
+      billing_secrets: 0,
+      smtp_urls: 0,
+      totp_secrets: 0,
+    });
   });
 });
 
