@@ -160,6 +160,23 @@ describe('roles with a session are the roles with a key', () => {
   });
 });
 
+describe('idempotency with a session', () => {
+  it('a retried POST with the same Idempotency-Key is replayed to the same session only', async () => {
+    const browser = await signIn(t, p.orgA.member.email, PASSWORD);
+    const headers = { 'idempotency-key': `session-${Date.now()}` };
+    const body = { name: 'Retried Ltd', role: 'client' };
+    const first = await browser.call('POST', '/api/parties', { headers, body });
+    const again = await browser.call('POST', '/api/parties', { headers, body });
+    expect(first.status, first.raw).toBe(201);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.data.uid).toBe(first.body.data.uid);
+    // Another session of the same person is another credential: its own request.
+    const other = await signIn(t, p.orgA.member.email, PASSWORD);
+    const separate = await other.call('POST', '/api/parties', { headers, body });
+    expect(separate.body.data.uid).not.toBe(first.body.data.uid);
+  });
+});
+
 describe('sessions: list, revoke, sign out, expiry', () => {
   it('lists my open sessions, revokes one (its next request is 401), and signs out everywhere', async () => {
     const first = await signIn(t, p.orgA.member.email, PASSWORD);
