@@ -1,6 +1,7 @@
 // The server itself; `server.ts` starts tracing (when configured) and then imports this file.
 import { buildApp } from './app.ts';
 import { SecretKeyError } from './platform/secrets/secret-box.ts';
+import { runServedCommand } from './cli.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
@@ -38,6 +39,12 @@ async function main() {
         'runs until a process with RUN_WORKERS=true (or `remit worker`) starts on it',
     );
   }
+
+  // With the embedded database, `remit` commands beside this server run here (docs/cli.md).
+  await runtime.serveAdminSocket(
+    (argv, io) => runServedCommand(argv, io, { config, database: deps.database }),
+    app.log,
+  );
 
   stopOnSignals(app.log, config.shutdownGraceS * 1000, async (signal) => {
     app.log.info({ signal }, 'shutting down: no new requests, finishing in-flight ones');

@@ -1,5 +1,11 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { Config } from '../config.ts';
+import {
+  AdminSocketUnavailableError,
+  listenAdminSocket,
+  type AdminCommandHandler,
+  type AdminSocketServer,
+} from '../platform/admin-socket.ts';
 import { resealStoredSecrets } from '../secrets.ts';
 import { withSchemaLock } from '../platform/db/schema-lock.ts';
 import { DiskSpaceGuard, StorageFullError } from '../platform/disk-space.ts';
@@ -36,8 +42,14 @@ export interface ProcessRuntime {
    */
   serveMetricsPort(log: FastifyBaseLogger): Promise<void>;
   /**
-   * After the jobs have stopped: object storage, extraction threads, the database and its lock, the
-   * metrics listener.
+   * With the embedded database, serves `remit` commands on DATA_DIR/admin.sock (docs/cli.md): this
+   * process holds DATA_DIR, so a CLI run beside it sends its command here. Where the socket cannot be
+   * served (a directory others may write, Windows) it logs why and the process runs without it.
+   */
+  serveAdminSocket(handler: AdminCommandHandler, log: FastifyBaseLogger): Promise<void>;
+  /**
+   * After the jobs have stopped: the admin socket (its running commands finish first), object storage,
+   * extraction threads, the database and its lock, the metrics listener.
    */
   close(): Promise<void>;
 }
@@ -63,6 +75,7 @@ export async function startProcessRuntime(
     // Collected only with METRICS_TOKEN or METRICS_PORT set; prom-client is not even loaded otherwise.
     const metrics = await createMetrics(config.metrics, database);
     let metricsServer: MetricsServer | undefined;
+    let adminSocket: AdminSocketServer | undefined;
     let log: FastifyBaseLogger | undefined;
     const diskSpace = new DiskSpaceGuard(config.dataDir, config.minFreeDiskBytes, (low, freeBytes) => {
       if (!log) process.stderr.write(`disk space ${low ? 'low' : 'ok'}: ${freeBytes} bytes free\n`);
@@ -134,7 +147,21 @@ export async function startProcessRuntime(
         metricsServer = await startMetricsServer(metrics, { port, host, token });
         serveLog.info({ host, port: metricsServer.port }, 'metrics served at GET /metrics on their own port');
       },
+      async serveAdminSocket(handler, serveLog) {
+        if (config.databaseUrl) return; // on PostgreSQL the CLI connects to the database itself
+        try {
+          adminSocket = await listenAdminSocket(config.dataDir, handler, { log: serveLog });
+        } catch (error) {
+          serveLog.warn(
+            { reason: error instanceof AdminSocketUnavailableError ? error.message : String(error) },
+            'admin socket not served: remit commands on DATA_DIR are refused while this process runs',
+          );
+          return;
+        }
+        serveLog.info({ socket: adminSocket.path }, 'admin socket: remit commands on DATA_DIR run here');
+      },
       async close() {
+        await adminSocket?.close();
         await objectStorage.close();
         await closeTextExtraction();
         await opened.close(); // closes the database and releases the data directory

@@ -1,5 +1,7 @@
 import { pino, type LoggerOptions } from 'pino';
 import type { Config } from '../config.ts';
+import type { AdminCommandHandler } from '../platform/admin-socket.ts';
+import type { Database } from '../platform/db/client.ts';
 import { DataDirLockedError } from '../platform/db/lock.ts';
 import { loggerOptions } from '../platform/logging.ts';
 import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
@@ -9,9 +11,13 @@ import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
  * (database and migrations, keys, disk-space guard, job queue, object storage), declares the same
  * queues and schedules, and fetches jobs until SIGTERM or SIGINT; then it fetches no more and gives
  * the running ones SHUTDOWN_GRACE_S to finish, as the server does. Logs are the server's JSON lines.
+ * On the embedded database it serves `adminCommands` on DATA_DIR/admin.sock, as the server does.
  * Never returns: a signal ends the process, and a failed start throws.
  */
-export async function runWorker(config: Config): Promise<void> {
+export async function runWorker(
+  config: Config,
+  options: { adminCommands?: (database: Database) => AdminCommandHandler } = {},
+): Promise<void> {
   const log = pino(loggerOptions(config.logLevel) as LoggerOptions);
   let runtime;
   try {
@@ -28,6 +34,7 @@ export async function runWorker(config: Config): Promise<void> {
   const { deps } = runtime;
   runtime.useLogger(log);
   await runtime.startJobs(log);
+  if (options.adminCommands) await runtime.serveAdminSocket(options.adminCommands(deps.database), log);
   // A worker has no HTTP port: its job metrics are served on METRICS_PORT only (docs/observability.md).
   await runtime.serveMetricsPort(log);
 

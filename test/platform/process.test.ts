@@ -89,7 +89,9 @@ describe('remit CLI and server processes', { timeout: 120_000, shuffle: false },
   it('a second process on the same DATA_DIR exits non-zero naming the holder, and touches nothing', async () => {
     server = await startServer({ DATA_DIR: dataDir });
     const before = fs.readFileSync(path.join(dataDir, 'remit.lock'), 'utf8');
-    const res = await runCliProcess(['init', '--org', 'Intruder', '--email', 'i@x.test', '--json'], {
+    // A command that needs the data directory to itself (the ones the server can run for it go over
+    // its admin socket: cli-beside-server.test.ts).
+    const res = await runCliProcess(['seed', '--org', orgUid, '--invoices', '10', '--json'], {
       DATA_DIR: dataDir,
     });
     expect(res.code).not.toBe(0);
@@ -102,6 +104,10 @@ describe('remit CLI and server processes', { timeout: 120_000, shuffle: false },
     const orgs = ((await me.json()) as { data: { memberships: { organization_name: string }[] } }).data
       .memberships;
     expect(orgs.map((o) => o.organization_name)).toEqual(['Acme']);
+    const parties = await fetch(`${server.url}/api/parties?organization_uid=${orgUid}`, {
+      headers: { authorization: `Bearer ${adminKey}` },
+    });
+    expect(((await parties.json()) as { data: { items: unknown[] } }).data.items).toEqual([]);
   });
 
   it('SIGTERM stops accepting, finishes the in-flight request, then exits 0 and releases the lock', async () => {

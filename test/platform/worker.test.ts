@@ -38,7 +38,10 @@ describe.skipIf(engine !== 'pglite')('remit worker on the embedded database', ()
       DATA_DIR: dataDir,
     });
     expect(init.code, init.stderr).toBe(0);
-    const key = (JSON.parse(init.stdout) as { api_key: string }).api_key;
+    const { api_key: key, organization_uid: orgUid } = JSON.parse(init.stdout) as {
+      api_key: string;
+      organization_uid: string;
+    };
 
     server = await startServer({ DATA_DIR: dataDir, RUN_WORKERS: 'false' });
     expect(server.output()).toContain('RUN_WORKERS=false with the embedded database');
@@ -85,8 +88,14 @@ describe.skipIf(engine !== 'pglite')('remit worker on the embedded database', ()
       return text.includes('queue="remit.email.send"') ? text : undefined;
     }, "the send job's metric on the worker's metrics port");
     expect(scraped).toMatch(/^remit_job_duration_seconds_count\{[^}]*queue="remit\.email\.send"[^}]*\} 1$/m);
+    // Beside the worker, as beside the server, the CLI's commands run in the process that owns DATA_DIR.
+    const beside = await runCli(['users', 'create', '--org', orgUid, '--email', 'bo@acme.test', '--json'], {
+      DATA_DIR: dataDir,
+    });
+    expect(beside.code, beside.stderr).toBe(0);
     worker.child.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
+    expect(fs.existsSync(path.join(dataDir, 'admin.sock'))).toBe(false);
     const lines = worker
       .output()
       .trim()

@@ -27,6 +27,12 @@ export async function findApiKey(db: DbOrTx, organizationUid: string, uid: strin
   return row;
 }
 
+/** By uid alone, for the operator's CLI (`remit keys revoke`), which works across organizations. */
+export async function findApiKeyByUid(db: DbOrTx, uid: string) {
+  const [row] = await db.select().from(apiKeys).where(eq(apiKeys.uid, uid));
+  return row;
+}
+
 export async function findApiKeyInOrganizations(db: DbOrTx, organizationUids: string[], uid: string) {
   if (organizationUids.length === 0) return undefined;
   const [row] = await db

@@ -79,12 +79,8 @@ export interface CreateApiKeyBody {
   user_uid?: string | undefined;
 }
 
-/**
- * Validates what the caller may grant: only known scopes (422), only a subset of the calling key's own
- * scopes when that key is scoped (a scoped key never mints a full-access key), and nothing above the
- * caller's role (403).
- */
-export function grantableScopes(ctx: RequestContext, requested: string[] | undefined): Scope[] | null {
+/** The requested scopes without repeats; any unknown one is 422 `validation_failed`, naming it. */
+function knownScopes(requested: string[] | undefined): Scope[] {
   const unknown = (requested ?? []).filter((s) => !isScope(s));
   if (unknown.length > 0) {
     throw new AppError(
@@ -96,7 +92,16 @@ export function grantableScopes(ctx: RequestContext, requested: string[] | undef
       })),
     );
   }
-  const scopes = [...new Set(requested ?? [])] as Scope[];
+  return [...new Set(requested ?? [])] as Scope[];
+}
+
+/**
+ * Validates what the caller may grant: only known scopes (422), only a subset of the calling key's own
+ * scopes when that key is scoped (a scoped key never mints a full-access key), and nothing above the
+ * caller's role (403).
+ */
+export function grantableScopes(ctx: RequestContext, requested: string[] | undefined): Scope[] | null {
+  const scopes = knownScopes(requested);
   const callerScopes = ctx.principal.scopes;
   if (callerScopes !== null) {
     if (scopes.length === 0) {
@@ -148,6 +153,56 @@ export async function createApiKey(
     createdByKeyUid: ctx.principal.credential.kind === 'api_key' ? ctx.principal.credential.uid : undefined,
   });
   return toApiKeyView(row, key);
+}
+
+export interface IssueMemberKeyInput {
+  organizationUid: string;
+  userUid: string;
+  /** The member's role in the organization: the key's scopes stay within it. */
+  role: Role;
+  name: string;
+  /** Undefined or empty: full access. */
+  scopes?: string[] | undefined;
+  expiresInDays?: number | undefined;
+}
+
+/**
+ * A key the operator issues to a member (`remit keys create`): no calling key to stay within, only
+ * known scopes and nothing above the member's role (a scope the role lacks would never work anyway).
+ */
+export async function issueMemberKey(db: DbOrTx, pepper: string | undefined, input: IssueMemberKeyInput) {
+  const scopes = knownScopes(input.scopes);
+  const aboveRole = scopes.filter((s) => !roleAllows(input.role, s));
+  if (aboveRole.length > 0) {
+    throw new AppError('validation_failed', `A ${input.role}'s key cannot hold: ${aboveRole.join(', ')}`);
+  }
+  const { row, key } = await issueApiKey(db, pepper, {
+    organizationUid: input.organizationUid,
+    userUid: input.userUid,
+    name: input.name,
+    scopes: scopes.length > 0 ? scopes : null,
+    expiresInDays: input.expiresInDays,
+  });
+  return toApiKeyView(row, key);
+}
+
+/** A member's keys in one organization, newest first (`remit keys list`; a user has a handful). */
+export async function listMemberKeys(db: DbOrTx, organizationUid: string, userUid: string) {
+  const { rows } = await repo.listApiKeys(db, organizationUid, { userUid, limit: 1000, offset: 0 });
+  return rows.map((r) => toApiKeyView(r));
+}
+
+/**
+ * Revokes a key whatever its organization (`remit keys revoke`): the operator who holds the database
+ * is not confined to a tenant. Revoking again keeps the first time.
+ */
+export async function revokeApiKeyAsOperator(db: Db, uid: string) {
+  return db.transaction(async (tx) => {
+    const existing = await repo.findApiKeyByUid(tx, uid);
+    if (!existing) throw notFound('API key');
+    const row = await repo.revokeApiKey(tx, existing.organizationUid, uid);
+    return toApiKeyView(row!);
+  });
 }
 
 /** Admins see every key of the organization; members only their own. */

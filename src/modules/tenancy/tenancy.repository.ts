@@ -1,4 +1,4 @@
-import { and, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { memberships, organizations, users } from './tenancy.tables.ts';
 import type { Role } from '../../platform/http/scopes.ts';
@@ -29,6 +29,15 @@ export async function findMembership(db: DbOrTx, organizationUid: string, userUi
     .from(memberships)
     .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)));
   return row;
+}
+
+/** The user's memberships, their default organization first. */
+export async function listMembershipsOfUser(db: DbOrTx, userUid: string) {
+  return db
+    .select()
+    .from(memberships)
+    .where(eq(memberships.userUid, userUid))
+    .orderBy(desc(memberships.isDefault), asc(memberships.createdAt), asc(memberships.organizationUid));
 }
 
 export async function insertMembership(

@@ -1,6 +1,6 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
-import { issueApiKey } from '../api-keys/api-keys.service.ts';
+import { issueApiKey, issueMemberKey, listMemberKeys } from '../api-keys/api-keys.service.ts';
 import type { Role } from '../../platform/http/scopes.ts';
 import * as repo from './tenancy.repository.ts';
 
@@ -76,4 +76,63 @@ export async function addUserToOrganization(db: Db, pepper: string | undefined, 
     });
     return { user_uid: user.uid, api_key: key };
   });
+}
+
+/** The user with that email and their memberships (one organization's, when given). */
+async function findMember(tx: DbOrTx, email: string, organizationUid: string | undefined) {
+  const user = await repo.findUserByEmail(tx, email);
+  if (!user) throw new AppError('not_found', `No user has the email ${email}`);
+  const memberships = (await repo.listMembershipsOfUser(tx, user.uid)).filter(
+    (m) => organizationUid === undefined || m.organizationUid === organizationUid,
+  );
+  if (memberships.length === 0) {
+    throw new AppError(
+      'not_found',
+      organizationUid === undefined
+        ? `${email} is not a member of any organization`
+        : `${email} is not a member of organization ${organizationUid}`,
+    );
+  }
+  return { user, memberships };
+}
+
+export interface CreateMemberKeyInput {
+  email: string;
+  /** Default: the user's default organization. */
+  organizationUid?: string | undefined;
+  name: string;
+  scopes?: string[] | undefined;
+  expiresInDays?: number | undefined;
+}
+
+/**
+ * `remit keys create`: a new key for an existing member (shown once), through the same issuing as every
+ * other key. Its scopes stay within the member's role in that organization.
+ */
+export async function createMemberKey(db: Db, pepper: string | undefined, input: CreateMemberKeyInput) {
+  const email = normalizeEmail(input.email);
+  return db.transaction(async (tx) => {
+    const { user, memberships } = await findMember(tx, email, input.organizationUid);
+    const membership = memberships[0]!; // the one asked for, or the default organization
+    return issueMemberKey(tx, pepper, {
+      organizationUid: membership.organizationUid,
+      userUid: user.uid,
+      role: membership.role,
+      name: input.name,
+      scopes: input.scopes,
+      expiresInDays: input.expiresInDays,
+    });
+  });
+}
+
+/** `remit keys list`: a member's keys, in every organization of theirs or in one. */
+export async function listKeysOfMember(
+  db: Db,
+  input: { email: string; organizationUid?: string | undefined },
+) {
+  const email = normalizeEmail(input.email);
+  const { user, memberships } = await findMember(db, email, input.organizationUid);
+  const keys = [];
+  for (const m of memberships) keys.push(...(await listMemberKeys(db, m.organizationUid, user.uid)));
+  return { user_uid: user.uid, keys };
 }

@@ -86,7 +86,9 @@ function readHolder(lockPath: string): LockHolder | undefined {
 }
 
 export function acquireDataDirLock(dataDir: string, command: string): DataDirLock {
-  fs.mkdirSync(dataDir, { recursive: true });
+  // Its owner's alone: it holds the database and the key to stored credentials, and the admin socket
+  // is served only in a directory no one else may write (platform/admin-socket.ts).
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const lockPath = path.join(dataDir, 'remit.lock');
   const me: LockHolder = {
     pid: process.pid,
