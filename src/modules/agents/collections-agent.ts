@@ -415,7 +415,13 @@ async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {
   const ctx = await systemContext(
     env.db,
     run.organizationUid,
-    { uid: agent.createdByUid ?? agent.uid, name: agent.name },
+    {
+      uid: agent.createdByUid ?? agent.uid,
+      name: agent.name,
+      // What the run changes is the run's doing; a person stands behind it when one asked for it (a
+      // manual run, or the approval a follow-up run carries out).
+      auditActor: { type: 'agent_run', uid: run.uid, userUid: run.requestedByUid ?? null },
+    },
     `run:${run.uid}`,
   );
   if (run.triggerType === 'approval') return sendApproved(env, step, ctx);

@@ -3,6 +3,7 @@ import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import {
   contextFor,
+  type CallOrigin,
   type Membership,
   type Principal,
   type RequestContext,
@@ -152,12 +153,12 @@ export async function listApiKeys(db: Db, ctx: RequestContext, page: PageRequest
  * Revokes a key of any organization the caller belongs to (a uid needs no organization parameter);
  * members may revoke only their own keys. Anything else is 404, so other tenants' keys stay invisible.
  */
-export async function revokeApiKey(db: Db, principal: Principal, requestId: string, uid: string) {
+export async function revokeApiKey(db: Db, principal: Principal, origin: CallOrigin, uid: string) {
   return db.transaction(async (tx) => {
     const organizationUids = principal.memberships.map((m) => m.organizationUid);
     const existing = await repo.findApiKeyInOrganizations(tx, organizationUids, uid);
     if (!existing) throw notFound('API key');
-    const ctx = contextFor(principal, requestId, existing.organizationUid);
+    const ctx = contextFor(principal, origin, existing.organizationUid);
     if (ctx.role !== 'admin' && existing.userUid !== principal.user.uid) throw notFound('API key');
     const row = await repo.revokeApiKey(tx, ctx.organizationUid, uid);
     return toApiKeyView(row!);
