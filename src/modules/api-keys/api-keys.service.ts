@@ -8,6 +8,7 @@ import {
   type Principal,
   type RequestContext,
 } from '../../platform/http/context.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
@@ -124,15 +125,24 @@ export async function createApiKey(
   body: CreateApiKeyBody,
 ) {
   const scopes = grantableScopes(ctx, body.scopes);
-  const { row, key } = await issueApiKey(db, pepper, {
-    organizationUid: ctx.organizationUid,
-    userUid: ctx.principal.user.uid,
-    name: body.name,
-    scopes,
-    expiresInDays: body.expires_in_days,
-    createdByKeyUid: ctx.principal.apiKeyUid,
+  return db.transaction(async (tx) => {
+    const { row, key } = await issueApiKey(tx, pepper, {
+      organizationUid: ctx.organizationUid,
+      userUid: ctx.principal.user.uid,
+      name: body.name,
+      scopes,
+      expiresInDays: body.expires_in_days,
+      createdByKeyUid: ctx.principal.apiKeyUid,
+    });
+    // The view without its plaintext: the audit log holds the snippet, never the key or its hash.
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: row.organizationUid,
+      action: 'api_key.created',
+      entityUid: row.uid,
+      changes: changesBetween(null, toApiKeyView(row), { omit: ['last_used_at'] }),
+    });
+    return toApiKeyView(row, key);
   });
-  return toApiKeyView(row, key);
 }
 
 /** Admins see every key of the organization; members only their own. */
@@ -161,6 +171,14 @@ export async function revokeApiKey(db: Db, principal: Principal, origin: CallOri
     const ctx = contextFor(principal, origin, existing.organizationUid);
     if (ctx.role !== 'admin' && existing.userUid !== principal.user.uid) throw notFound('API key');
     const row = await repo.revokeApiKey(tx, ctx.organizationUid, uid);
+    // Revoking again changes nothing (the first revoked_at stays), and records nothing.
+    await recordUpdate(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'api_key.revoked',
+      entityUid: uid,
+      before: { revokedAt: existing.revokedAt },
+      after: { revokedAt: row!.revokedAt },
+    });
     return toApiKeyView(row!);
   });
 }

@@ -2,6 +2,7 @@ import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
+import { recordUpdate } from '../audit/audit.service.ts';
 
 export interface OrganizationSettings {
   organization_uid: string;
@@ -35,9 +36,22 @@ export async function updateOrganizationSettings(
   body: { segregation_of_duties?: boolean },
 ): Promise<OrganizationSettings> {
   requireAdmin(ctx);
-  const row = await repo.updateOrganizationSettings(db, ctx.organizationUid, {
-    ...(body.segregation_of_duties !== undefined ? { segregationOfDuties: body.segregation_of_duties } : {}),
+  return db.transaction(async (tx) => {
+    const before = await repo.findOrganization(tx, ctx.organizationUid, { forUpdate: true });
+    const row = await repo.updateOrganizationSettings(tx, ctx.organizationUid, {
+      ...(body.segregation_of_duties !== undefined
+        ? { segregationOfDuties: body.segregation_of_duties }
+        : {}),
+    });
+    if (!before || !row) throw notFound('Organization');
+    // A control of the organization (segregation of duties): who turned it on or off is audited.
+    await recordUpdate(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'organization.settings_changed',
+      entityUid: ctx.organizationUid,
+      before: { segregationOfDuties: before.segregationOfDuties },
+      after: { segregationOfDuties: row.segregationOfDuties },
+    });
+    return view(row);
   });
-  if (!row) throw notFound('Organization');
-  return view(row);
 }
