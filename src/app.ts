@@ -47,6 +47,8 @@ import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
+import { auditRoutes } from './modules/audit/audit.routes.ts';
+import { registerAuditJobs } from './modules/audit/audit.jobs.ts';
 import { registerBillingJobs } from './modules/billing/billing.jobs.ts';
 import { registerEmailJobs } from './modules/email/email.jobs.ts';
 import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
@@ -92,6 +94,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'knowledge', routes: [knowledgeRoutes], jobs: registerKnowledgeJobs },
   { name: 'documents', routes: [documentRoutes] },
   { name: 'organization-settings', routes: [organizationSettingsRoutes] },
+  { name: 'audit', routes: [auditRoutes], jobs: registerAuditJobs },
   { name: 'storage', routes: [storageRoutes] },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];

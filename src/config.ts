@@ -59,6 +59,8 @@ export interface Config {
   emailSendLeaseS: number;
   /** Seconds a stopping process gives in-flight requests and jobs (an SMTP send takes up to 120 s). */
   shutdownGraceS: number;
+  /** Days audit events are kept (docs/audit-log.md#retention); 0 keeps them forever. */
+  auditRetentionDays: number;
   /** Threads at most that read knowledge files' text, off the event loop (default min(2, CPUs)). */
   extractionThreads: number;
   /**
@@ -406,6 +408,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     emailSendLeaseS: integer(env, 'EMAIL_SEND_LEASE_S', 300, 10, 86_400),
     shutdownGraceS: integer(env, 'SHUTDOWN_GRACE_S', 150, 125, 3600),
+    auditRetentionDays: integer(env, 'AUDIT_RETENTION_DAYS', 365, 0, 36_500),
     extractionThreads: integer(env, 'EXTRACTION_THREADS', Math.min(2, os.availableParallelism()), 1, 64),
     extractionTimeoutS: integer(env, 'EXTRACTION_TIMEOUT_S', 120, 1, 600),
     minFreeDiskBytes: usesDataDir ? integer(env, 'MIN_FREE_DISK_MB', 64, 0, 1_000_000) * 1024 * 1024 : 0,

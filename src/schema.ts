@@ -15,4 +15,5 @@ export * from './modules/conversations/conversations.tables.ts';
 export * from './modules/knowledge/knowledge.tables.ts';
 export * from './modules/documents/documents.tables.ts';
 export * from './modules/metrics/metrics.tables.ts';
+export * from './modules/audit/audit.tables.ts';
 export * from './modules/people/sign-in.tables.ts';

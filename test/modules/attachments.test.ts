@@ -407,7 +407,7 @@ describe('POST /api/invoices/{uid}/attachments', () => {
     const invoice = await newInvoice(p.orgA.admin.key);
     const auth = await authenticate(t.database, t.config.apiKeyPepper, p.orgA.admin.key);
     if (!auth.ok) throw new Error('no principal');
-    const ctx = contextFor(auth.principal, 'test-request');
+    const ctx = contextFor(auth.principal, { requestId: 'test-request', clientAddress: null });
     const real = t.deps.objectStorage;
     const stored: string[] = [];
     // The invoice disappears between the object write and the row insert (a concurrent delete).

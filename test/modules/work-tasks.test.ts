@@ -3,6 +3,7 @@ import { and, count, eq, sql } from 'drizzle-orm';
 import { findAgent } from '../../src/modules/agents/agents.repository.ts';
 import { agentRuns } from '../../src/modules/agents/agents.tables.ts';
 import { raiseApproval } from '../../src/modules/work-tasks/work-tasks.service.ts';
+import { jobOrigin } from '../../src/modules/audit/audit.service.ts';
 import { workTasks } from '../../src/modules/work-tasks/work-tasks.tables.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody, type CallResult } from '../helpers/http.ts';
@@ -937,6 +938,7 @@ describe('POST /api/agents/{uid}/approvals', () => {
         toolArgs: EMAIL_ARGS,
         trigger: TRIGGER,
         contextEntities: [{ entity_type: 'invoice', entity_uid: arInvoice.uid }],
+        origin: jobOrigin(null),
       }),
     );
     const viaService = (await getTask(row.uid)).body.data;

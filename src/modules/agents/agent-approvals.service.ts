@@ -41,6 +41,7 @@ export async function raiseAgentApproval(
       assignTo: body.assign_to,
       contextEntities: body.context_entities,
       runUid: body.run_uid,
+      origin: ctx,
     });
     return { view: await viewTask(tx, task), agent };
   });

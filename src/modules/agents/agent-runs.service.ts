@@ -1,7 +1,12 @@
 import type { Config } from '../../config.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import { can, contextFor, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import {
+  can,
+  inOrganization,
+  memberOrganizationUids,
+  type RequestContext,
+} from '../../platform/http/context.ts';
 import { AppError, badParameter, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, pageRequest, parseSort } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
@@ -133,10 +138,7 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
     if (!(RUN_STATUSES as readonly string[]).includes(s))
       throw badParameter('status', `Unknown run status "${s}"; one of ${RUN_STATUSES.join(', ')}`);
   // The permission is the caller's in the agent's organization (not the call's default one).
-  const fields = sparseFields(
-    contextFor(ctx.principal, ctx.requestId, agent.organizationUid),
-    query['fields[agent-runs]'],
-  );
+  const fields = sparseFields(inOrganization(ctx, agent.organizationUid), query['fields[agent-runs]']);
   const sort = parseSort<runsRepo.RunSortField>(query.sort, '-started_on');
   const page = pageRequest(query, 10);
   const { rows, total, groups } = await runsRepo.listActivities(

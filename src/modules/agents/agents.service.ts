@@ -5,6 +5,7 @@ import { memberOrganizationUids, type RequestContext } from '../../platform/http
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './agents.repository.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 import { isValidCron } from './cron.ts';
 import type { CreateAgentBodyT, NotificationConfigInputT, PatchAgentBodyT } from './agents.schemas.ts';
 import type { AgentStatus, AgentTool, AgentTrigger, NotificationConfig } from './agents.tables.ts';
@@ -102,6 +103,9 @@ function cleanName(name: string): string {
   return trimmed;
 }
 
+/** Counted by runs, not changed by anyone's decision. */
+const AGENT_NOISE = ['runs_count'];
+
 export async function createAgent(
   db: Db,
   ctx: RequestContext,
@@ -130,9 +134,16 @@ export async function createAgent(
       tools,
     });
     const versionUid = await repo.insertNextVersion(tx, agent);
-    return toAgentView(
-      await repo.updateAgent(tx, agent.organizationUid, agent.uid, { currentVersionUid: versionUid }),
-    );
+    const created = await repo.updateAgent(tx, agent.organizationUid, agent.uid, {
+      currentVersionUid: versionUid,
+    });
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: created.organizationUid,
+      action: 'agent.created',
+      entityUid: created.uid,
+      changes: changesBetween(null, created, { omit: AGENT_NOISE }),
+    });
+    return toAgentView(created);
   });
 }
 
@@ -187,7 +198,16 @@ export async function patchAgent(
     // A run always names what it was told: a new version whenever instructions or tools change.
     if (next.instructions !== agent.instructions || !isDeepStrictEqual(next.tools, agent.tools))
       changes.currentVersionUid = await repo.insertNextVersion(tx, next);
-    return toAgentView(await repo.updateAgent(tx, agent.organizationUid, uid, changes));
+    const updated = await repo.updateAgent(tx, agent.organizationUid, uid, changes);
+    await recordUpdate(tx, ctx, {
+      organizationUid: agent.organizationUid,
+      action: 'agent.updated',
+      entityUid: uid,
+      before: agent,
+      after: updated,
+      options: { omit: AGENT_NOISE },
+    });
+    return toAgentView(updated);
   });
 }
 

@@ -145,6 +145,7 @@ async function sendReminder(
   await runSendJob(
     { db: env.db, storage: env.storage, mailers: env.mailers, leaseSeconds: env.config.emailSendLeaseS },
     { organization_uid: ctx.organizationUid, draft_uid: draft.uid },
+    ctx,
   );
   for (let waited = 0; ; waited += 250) {
     const current = await getDraft(env.db, ctx, draft.uid);
@@ -249,7 +250,7 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
 }
 
 /** An email from a client's billing contact: a person takes over the invoices it is about. */
-async function handleReply(env: RunEnv, step: RunStep, now: Date) {
+async function handleReply(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date) {
   const trigger = step.run.trigger;
   const from = typeof trigger.from_email === 'string' ? trigger.from_email : '';
   const subject = typeof trigger.subject === 'string' ? trigger.subject : '';
@@ -292,6 +293,7 @@ async function handleReply(env: RunEnv, step: RunStep, now: Date) {
           `sends no reminder for this invoice while this task is open.`,
         triggerType: step.run.triggerType,
         contextEntities: [{ entity_type: 'invoice', entity_uid: invoice.uid }],
+        origin: ctx,
       });
     });
     if (task) opened.push({ task_uid: task.uid, invoice_uid: invoice.uid });
@@ -362,6 +364,7 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
           priority: view.overdue_days > 60 ? 'high' : 'medium',
           contextEntities: [{ entity_type: 'invoice', entity_uid: invoice.uid }],
           runUid: run.uid,
+          origin: ctx,
         });
       });
       if (!task) {
@@ -415,12 +418,18 @@ async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {
   const ctx = await systemContext(
     env.db,
     run.organizationUid,
-    { uid: agent.createdByUid ?? agent.uid, name: agent.name },
+    {
+      uid: agent.createdByUid ?? agent.uid,
+      name: agent.name,
+      // What the run changes is the run's doing; a person stands behind it when one asked for it (a
+      // manual run, or the approval a follow-up run carries out).
+      auditActor: { type: 'agent_run', uid: run.uid, userUid: run.requestedByUid ?? null },
+    },
     `run:${run.uid}`,
   );
   if (run.triggerType === 'approval') return sendApproved(env, step, ctx);
   const now = new Date();
-  const replyTasks = run.triggerType === 'email_received' ? await handleReply(env, step, now) : [];
+  const replyTasks = run.triggerType === 'email_received' ? await handleReply(env, step, ctx, now) : [];
   const result = await sweep(env, step, ctx, now);
   const prefix = run.sandbox ? 'Sandbox (nothing sent, no approval raised): ' : '';
   const parts = [

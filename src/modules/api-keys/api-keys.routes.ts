@@ -1,3 +1,4 @@
+import { callOrigin } from '../../platform/http/auth.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
@@ -66,7 +67,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
       config: { scope: 'api_keys:write' },
     },
     async (request) => {
-      const key = await service.revokeApiKey(db, request.principal!, request.id, request.params.uid);
+      const key = await service.revokeApiKey(db, request.principal!, callOrigin(request), request.params.uid);
       return envelope(key, 'API key revoked');
     },
   );

@@ -3,10 +3,12 @@ import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import {
   contextFor,
+  type CallOrigin,
   type Membership,
   type Principal,
   type RequestContext,
 } from '../../platform/http/context.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
@@ -144,15 +146,24 @@ export async function createApiKey(
       throw new AppError('forbidden', `That member's role (${role}) cannot use: ${aboveRole.join(', ')}`);
     }
   }
-  const { row, key } = await issueApiKey(db, pepper, {
-    organizationUid: ctx.organizationUid,
-    userUid: owner,
-    name: body.name,
-    scopes,
-    expiresInDays: body.expires_in_days,
-    createdByKeyUid: ctx.principal.credential.kind === 'api_key' ? ctx.principal.credential.uid : undefined,
+  return db.transaction(async (tx) => {
+    const { row, key } = await issueApiKey(tx, pepper, {
+      organizationUid: ctx.organizationUid,
+      userUid: owner,
+      name: body.name,
+      scopes,
+      expiresInDays: body.expires_in_days,
+      createdByKeyUid: ctx.principal.credential.kind === 'api_key' ? ctx.principal.credential.uid : undefined,
+    });
+    // The view without its plaintext: the audit log holds the snippet, never the key or its hash.
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: row.organizationUid,
+      action: 'api_key.created',
+      entityUid: row.uid,
+      changes: changesBetween(null, toApiKeyView(row), { omit: ['last_used_at'] }),
+    });
+    return toApiKeyView(row, key);
   });
-  return toApiKeyView(row, key);
 }
 
 export interface IssueMemberKeyInput {
@@ -223,14 +234,22 @@ export async function listApiKeys(db: Db, ctx: RequestContext, page: PageRequest
  * Revokes a key of any organization the caller belongs to (a uid needs no organization parameter);
  * members may revoke only their own keys. Anything else is 404, so other tenants' keys stay invisible.
  */
-export async function revokeApiKey(db: Db, principal: Principal, requestId: string, uid: string) {
+export async function revokeApiKey(db: Db, principal: Principal, origin: CallOrigin, uid: string) {
   return db.transaction(async (tx) => {
     const organizationUids = principal.memberships.map((m) => m.organizationUid);
     const existing = await repo.findApiKeyInOrganizations(tx, organizationUids, uid);
     if (!existing) throw notFound('API key');
-    const ctx = contextFor(principal, requestId, existing.organizationUid);
+    const ctx = contextFor(principal, origin, existing.organizationUid);
     if (ctx.role !== 'admin' && existing.userUid !== principal.user.uid) throw notFound('API key');
     const row = await repo.revokeApiKey(tx, ctx.organizationUid, uid);
+    // Revoking again changes nothing (the first revoked_at stays), and records nothing.
+    await recordUpdate(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'api_key.revoked',
+      entityUid: uid,
+      before: { revokedAt: existing.revokedAt },
+      after: { revokedAt: row!.revokedAt },
+    });
     return toApiKeyView(row!);
   });
 }

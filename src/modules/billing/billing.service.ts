@@ -1,6 +1,6 @@
 import crypto from 'node:crypto';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import { isSealed, type SecretBox } from '../../platform/secrets/secret-box.ts';
 import type { Metrics } from '../../platform/observability/metrics.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
@@ -12,6 +12,7 @@ import {
   type InvoiceRow,
 } from '../invoices/invoice-integrations.service.ts';
 import * as repo from './billing.repository.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 
 export type BillingIntegration = repo.BillingIntegrationRow;
 export type SyncIntent = repo.SyncIntentRow;
@@ -78,14 +79,54 @@ export async function configureBillingIntegration(
 ): Promise<{ created: boolean; integration: ReturnType<typeof toIntegrationView> }> {
   requireAdmin(ctx);
   const url = await assertPublicTarget(body.url, options.allowPrivateNetworkTargets);
-  const existing = await findBillingIntegration(db, ctx.organizationUid);
-  const secret = options.secrets.seal(body.secret, billingSecretPurpose(ctx.organizationUid));
-  const row = await repo.upsertIntegration(db, ctx.organizationUid, {
-    type: body.type,
-    url: url.toString(),
-    secret,
+  const purpose = billingSecretPurpose(ctx.organizationUid);
+  const secret = options.secrets.seal(body.secret, purpose);
+  return db.transaction(async (tx) => {
+    const existing = await findBillingIntegration(tx, ctx.organizationUid);
+    const row = await repo.upsertIntegration(tx, ctx.organizationUid, {
+      type: body.type,
+      url: url.toString(),
+      secret,
+    });
+    // The event compares the secrets themselves (each seal differs), so a new secret shows as changed
+    // and the same one does not; either way it is written only as "[redacted]".
+    const state = (r: BillingIntegration, plaintext: string) => ({
+      type: r.type,
+      url: r.url,
+      secret: plaintext,
+    });
+    const after = state(row, body.secret);
+    if (!existing) {
+      await recordAuditEvent(tx, ctx, {
+        organizationUid: ctx.organizationUid,
+        action: 'billing_integration.created',
+        entityUid: ctx.organizationUid,
+        changes: changesBetween(null, after),
+      });
+    } else {
+      await recordUpdate(tx, ctx, {
+        organizationUid: ctx.organizationUid,
+        action: 'billing_integration.updated',
+        entityUid: ctx.organizationUid,
+        before: state(existing, storedPlaintext(options.secrets, existing.secret, purpose)),
+        after,
+      });
+    }
+    return { created: !existing, integration: toIntegrationView(row) };
   });
-  return { created: !existing, integration: toIntegrationView(row) };
+}
+
+/**
+ * The stored secret's plaintext, to tell a new secret from the same one again; a value that cannot be
+ * opened (stored before encryption at rest, or under a key no longer configured) counts as different.
+ */
+function storedPlaintext(secrets: SecretBox, stored: string, purpose: string): string {
+  if (!isSealed(stored)) return stored;
+  try {
+    return secrets.open(stored, purpose);
+  } catch {
+    return stored;
+  }
 }
 
 export async function getBillingIntegration(db: Db, ctx: RequestContext) {
@@ -97,9 +138,17 @@ export async function getBillingIntegration(db: Db, ctx: RequestContext) {
 
 export async function removeBillingIntegration(db: Db, ctx: RequestContext) {
   requireAdmin(ctx);
-  const row = await repo.deleteIntegration(db, ctx.organizationUid);
-  if (!row) throw notFound('Billing integration');
-  return toIntegrationView(row);
+  return db.transaction(async (tx) => {
+    const row = await repo.deleteIntegration(tx, ctx.organizationUid);
+    if (!row) throw notFound('Billing integration');
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'billing_integration.deleted',
+      entityUid: ctx.organizationUid,
+      changes: changesBetween({ type: row.type, url: row.url, secret: row.secret }, null),
+    });
+    return toIntegrationView(row);
+  });
 }
 
 /**

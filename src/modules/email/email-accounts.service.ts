@@ -7,6 +7,7 @@ import { AppError, notFound, validationFailed } from '../../platform/http/errors
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { parseSmtpUrl, resolvePublicHost, SmtpUrlError } from '../../platform/mail/mailer.ts';
 import * as repo from './email-accounts.repository.ts';
+import { changesBetween, recordAuditEvent } from '../audit/audit.service.ts';
 import type { CreateEmailAccountBodyT } from './email-accounts.schemas.ts';
 
 export interface EmailAccountOptions {
@@ -61,16 +62,28 @@ export async function createEmailAccount(
   const uid = crypto.randomUUID();
   try {
     // In a transaction: the route is `deferred` (the SMTP host was looked up above, outside it).
-    const row = await db.transaction((tx) =>
-      repo.insertAccount(tx, {
+    const row = await db.transaction(async (tx) => {
+      const inserted = await repo.insertAccount(tx, {
         uid,
         organizationUid: ctx.organizationUid,
         email: body.email.trim(),
         displayName: body.display_name.trim(),
         // Sealed: the URL carries the SMTP password (docs/security.md#secrets-at-rest).
         smtpUrl: smtpUrl === null ? null : options.secrets.seal(smtpUrl, smtpUrlPurpose(uid)),
-      }),
-    );
+      });
+      // smtp_url shows only as "[redacted]" (set) or absent.
+      await recordAuditEvent(tx, ctx, {
+        organizationUid: inserted.organizationUid,
+        action: 'email_account.created',
+        entityUid: inserted.uid,
+        changes: changesBetween(null, {
+          email: inserted.email,
+          display_name: inserted.displayName,
+          smtp_url: inserted.smtpUrl,
+        }),
+      });
+      return inserted;
+    });
     return toEmailAccountView(row, options.secrets);
   } catch (error) {
     if (isUniqueViolation(error)) {

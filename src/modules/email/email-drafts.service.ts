@@ -10,6 +10,7 @@ import * as repo from './email-drafts.repository.ts';
 import { MAX_ATTACHMENT_BYTES, type SaveDraftBodyT } from './email-drafts.schemas.ts';
 import type { DraftStatus, StoredAttachment } from './email-drafts.tables.ts';
 import { EMAIL_SEND_QUEUE, scheduleSend } from './email-sending.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 
 export interface EmailDraftDeps {
   db: Db;
@@ -43,6 +44,23 @@ export function toDraftView(row: repo.EmailDraftRow) {
   };
 }
 export type EmailDraftView = ReturnType<typeof toDraftView>;
+
+/**
+ * What an email's audit events show: who it goes to, what it is about, when and how it goes out, and
+ * its attachments by name. The bodies stay on the draft (they are the bulk of it); storage keys and the
+ * send bookkeeping are left out.
+ */
+function auditFields(row: repo.EmailDraftRow) {
+  const { body_text: _text, body_html: _html, ...fields } = toDraftView(row);
+  return {
+    ...fields,
+    attachments: row.attachments.map((a) => ({
+      filename: a.filename,
+      content_type: a.content_type,
+      size: a.size,
+    })),
+  };
+}
 
 /** Strict base64 (whitespace between the characters allowed, as MIME wraps it). */
 function decodeBase64(field: string, data: string): Buffer {
@@ -153,9 +171,14 @@ export async function createDraft(
   try {
     const row = await deps.db.transaction(async (tx) => {
       const sendJobId = plannedSendAt
-        ? await scheduleSend(tx, deps.jobs, { organizationUid: ctx.organizationUid, uid, plannedSendAt })
+        ? await scheduleSend(
+            tx,
+            deps.jobs,
+            { organizationUid: ctx.organizationUid, uid, plannedSendAt },
+            ctx.actor,
+          )
         : null;
-      return repo.insertDraft(tx, {
+      const inserted = await repo.insertDraft(tx, {
         uid,
         organizationUid: ctx.organizationUid,
         fromAccountUid: account.uid,
@@ -172,6 +195,13 @@ export async function createDraft(
         plannedSendAt,
         sendJobId,
       });
+      await recordAuditEvent(tx, ctx, {
+        organizationUid: inserted.organizationUid,
+        action: 'email.created',
+        entityUid: inserted.uid,
+        changes: changesBetween(null, auditFields(inserted)),
+      });
+      return inserted;
     });
     return toDraftView(row);
   } catch (error) {
@@ -216,14 +246,14 @@ export async function updateDraft(
       let sendJobId = current.sendJobId;
       if (timeChanged || retried) {
         sendJobId = nextPlanned
-          ? await scheduleSend(tx, deps.jobs, { organizationUid, uid, plannedSendAt: nextPlanned })
+          ? await scheduleSend(tx, deps.jobs, { organizationUid, uid, plannedSendAt: nextPlanned }, ctx.actor)
           : null;
       }
       replaced = {
         jobId: sendJobId !== current.sendJobId ? current.sendJobId : null,
         attachments: attachments ? current.attachments : [],
       };
-      return repo.updateDraft(tx, organizationUid, uid, {
+      const updated = await repo.updateDraft(tx, organizationUid, uid, {
         ...(account ? { fromAccountUid: account.uid, fromEmail: account.email } : {}),
         ...(body.to !== undefined ? { to: body.to } : {}),
         ...(body.cc !== undefined ? { cc: body.cc } : {}),
@@ -240,6 +270,14 @@ export async function updateDraft(
           : {}),
         sendJobId,
       });
+      await recordUpdate(tx, ctx, {
+        organizationUid,
+        action: 'email.updated',
+        entityUid: uid,
+        before: auditFields(current),
+        after: auditFields(updated!),
+      });
+      return updated;
     });
   } catch (error) {
     if (attachments) await removeObjects(deps, attachments);
@@ -286,11 +324,18 @@ export async function cancelDraft(
     if (!current) throw notFound('Email draft');
     assertEditable(current.status, 'canceled');
     replaced = { jobId: current.sendJobId, attachments: current.attachments };
-    return repo.updateDraft(tx, current.organizationUid, uid, {
+    const canceled = await repo.updateDraft(tx, current.organizationUid, uid, {
       status: 'canceled',
       sendJobId: null,
       attachments: [],
     });
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: current.organizationUid,
+      action: 'email.canceled',
+      entityUid: uid,
+      changes: changesBetween(auditFields(current), auditFields(canceled!)),
+    });
+    return canceled;
   });
   await cleanUp(deps, replaced);
   return toDraftView(row!);

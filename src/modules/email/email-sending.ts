@@ -14,6 +14,8 @@ import {
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './email-drafts.repository.ts';
 import type { StoredAttachment } from './email-drafts.tables.ts';
+import { ACTOR_TYPES, SYSTEM_ACTOR, type AuditActor } from '../../platform/http/context.ts';
+import { changesBetween, recordAuditEvent, type AuditOrigin } from '../audit/audit.service.ts';
 
 /**
  * Scheduled sending (CONTRACT §3, §6). A draft with `planned_send_at` has one pg-boss job, enqueued in
@@ -36,7 +38,28 @@ export const EMAIL_SWEEP_QUEUE = 'remit.email.sweep';
 export interface SendJobData {
   organization_uid: string;
   draft_uid: string;
+  /** Who scheduled the send: the actor of its `email.sent` event (absent: the system, e.g. the sweep). */
+  actor?: { type: AuditActor['type']; uid: string | null; user_uid: string | null } | undefined;
 }
+
+/** The actor a send job carries, as JSON. */
+export function actorForJob(actor: AuditActor): NonNullable<SendJobData['actor']> {
+  return { type: actor.type, uid: actor.uid, user_uid: actor.userUid };
+}
+
+/** The actor of a send job's data; anything unexpected is the system. */
+export function actorOfJob(data: SendJobData): AuditActor {
+  const actor = data.actor;
+  if (!actor || !(ACTOR_TYPES as readonly string[]).includes(actor.type)) return SYSTEM_ACTOR;
+  return { type: actor.type, uid: actor.uid ?? null, userUid: actor.user_uid ?? null };
+}
+
+/** What a send event shows of the draft: how the attempt ended, not its bookkeeping. */
+const SEND_FIELDS = (row: repo.EmailDraftRow) => ({
+  status: row.status,
+  sentAt: row.sentAt,
+  error: row.error,
+});
 
 export interface Mailers {
   /** The account's SMTP server (its sealed URL), else the operator's `SMTP_URL`, else the outbox. */
@@ -69,11 +92,12 @@ export function scheduleSend(
   tx: DbOrTx,
   jobs: Jobs,
   draft: { organizationUid: string; uid: string; plannedSendAt: Date },
+  scheduledBy: AuditActor = SYSTEM_ACTOR,
 ): Promise<string> {
   return jobs.enqueue<SendJobData>(
     tx,
     EMAIL_SEND_QUEUE,
-    { organization_uid: draft.organizationUid, draft_uid: draft.uid },
+    { organization_uid: draft.organizationUid, draft_uid: draft.uid, actor: actorForJob(scheduledBy) },
     // A retry only happens when the handler throws (the database failed); the handler is idempotent.
     { startAfter: draft.plannedSendAt, retryLimit: 3, retryDelaySeconds: 30 },
   );
@@ -89,14 +113,37 @@ export type SendJobResult =
 
 type Attempt = repo.EmailDraftRow & { messageId: string };
 
+/** How the attempt ended, and its `email.sent` or `email.failed` event, in one transaction. */
 async function finish(
   deps: EmailSendingDeps,
+  origin: AuditOrigin,
   draft: Attempt,
   status: 'sent' | 'failed',
   error: string | null,
 ): Promise<SendJobResult> {
-  await repo.finishAttempt(deps.db, draft.organizationUid, draft.uid, draft.messageId, { status, error });
+  await deps.db.transaction(async (tx) => {
+    const row = await repo.finishAttempt(tx, draft.organizationUid, draft.uid, draft.messageId, {
+      status,
+      error,
+    });
+    // No row: the attempt was finished meanwhile (by another worker), which recorded it.
+    if (row) await recordSendEvent(tx, origin, draft, row);
+  });
   return status;
+}
+
+async function recordSendEvent(
+  tx: DbOrTx,
+  origin: AuditOrigin,
+  before: repo.EmailDraftRow,
+  after: repo.EmailDraftRow,
+): Promise<void> {
+  await recordAuditEvent(tx, origin, {
+    organizationUid: after.organizationUid,
+    action: after.status === 'sent' ? 'email.sent' : 'email.failed',
+    entityUid: after.uid,
+    changes: changesBetween(SEND_FIELDS(before), SEND_FIELDS(after)),
+  });
 }
 
 async function loadAttachments(
@@ -115,6 +162,7 @@ async function loadAttachments(
 /** Sends the recorded attempt and records how it ended. */
 async function deliver(
   deps: EmailSendingDeps,
+  origin: AuditOrigin,
   draft: Attempt,
   displayName: string,
   mailer: Mailer,
@@ -123,7 +171,7 @@ async function deliver(
   try {
     attachments = await loadAttachments(deps.storage, draft.attachments);
   } catch (error) {
-    return finish(deps, draft, 'failed', `not sent: ${(error as Error).message}`);
+    return finish(deps, origin, draft, 'failed', `not sent: ${(error as Error).message}`);
   }
   try {
     const result = await mailer.send({
@@ -138,30 +186,32 @@ async function deliver(
       attachments,
     });
     const rejected = result.rejected.length > 0 ? `rejected recipients: ${result.rejected.join(', ')}` : null;
-    return finish(deps, draft, 'sent', rejected);
+    return finish(deps, origin, draft, 'sent', rejected);
   } catch (error) {
     const message = error instanceof MailerError ? error.message : `not sent: ${(error as Error).message}`;
-    return finish(deps, draft, 'failed', message);
+    return finish(deps, origin, draft, 'failed', message);
   }
 }
 
 /** A `sending` attempt whose worker died: find out what it did before doing anything. */
 async function recover(
   deps: EmailSendingDeps,
+  origin: AuditOrigin,
   draft: Attempt,
   displayName: string,
   mailer: Mailer,
 ): Promise<SendJobResult> {
   if (draft.transport === 'outbox') {
-    if (await deps.mailers.outbox.wasSent(draft.messageId)) return finish(deps, draft, 'sent', null);
+    if (await deps.mailers.outbox.wasSent(draft.messageId)) return finish(deps, origin, draft, 'sent', null);
     // No file: nothing went out. Send it now, under the same Message-ID, recording the mailer first.
     if (mailer.kind !== 'outbox') {
       await repo.updateDraft(deps.db, draft.organizationUid, draft.uid, { transport: mailer.kind });
     }
-    return deliver(deps, draft, displayName, mailer);
+    return deliver(deps, origin, draft, displayName, mailer);
   }
   return finish(
     deps,
+    origin,
     draft,
     'failed',
     'SMTP outcome unknown, not resent: the send attempt was interrupted after it started and before ' +
@@ -169,8 +219,15 @@ async function recover(
   );
 }
 
-/** The send job: sends the draft if it is (still) due, or finishes an attempt that died. */
-export async function runSendJob(deps: EmailSendingDeps, data: SendJobData): Promise<SendJobResult> {
+/**
+ * The send job: sends the draft if it is (still) due, or finishes an attempt that died. `origin` is who
+ * the send's event names: the job (with the actor that scheduled it), or an agent run sending at once.
+ */
+export async function runSendJob(
+  deps: EmailSendingDeps,
+  data: SendJobData,
+  origin: AuditOrigin = { actor: actorOfJob(data), requestId: null, clientAddress: null },
+): Promise<SendJobResult> {
   const found = await repo.findDraftForSending(deps.db, data.organization_uid, data.draft_uid);
   if (!found) return 'skipped';
   const { draft } = found;
@@ -182,7 +239,7 @@ export async function runSendJob(deps: EmailSendingDeps, data: SendJobData): Pro
       leaseSeconds: deps.leaseSeconds,
     });
     if (!claimed) return 'skipped';
-    return deliver(deps, claimed as Attempt, found.displayName, mailer);
+    return deliver(deps, origin, claimed as Attempt, found.displayName, mailer);
   }
   if (draft.status === 'sending') {
     const retaken = await repo.retakeLease(deps.db, draft.organizationUid, draft.uid, {
@@ -191,14 +248,17 @@ export async function runSendJob(deps: EmailSendingDeps, data: SendJobData): Pro
     if (!retaken) return 'in_progress';
     if (!retaken.messageId) {
       // Every attempt records its Message-ID before sending; without one, nothing is known of it.
-      await repo.updateDraft(deps.db, draft.organizationUid, draft.uid, {
-        status: 'failed',
-        error: 'send attempt without a Message-ID; outcome unknown, not resent',
-        sendingLeaseUntil: null,
+      await deps.db.transaction(async (tx) => {
+        const failed = await repo.updateDraft(tx, draft.organizationUid, draft.uid, {
+          status: 'failed',
+          error: 'send attempt without a Message-ID; outcome unknown, not resent',
+          sendingLeaseUntil: null,
+        });
+        if (failed) await recordSendEvent(tx, origin, retaken, failed);
       });
       return 'failed';
     }
-    return recover(deps, retaken as Attempt, found.displayName, mailer);
+    return recover(deps, origin, retaken as Attempt, found.displayName, mailer);
   }
   return 'skipped';
 }

@@ -1,7 +1,9 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobDeps } from '../../platform/http/types.ts';
+import { jobOrigin } from '../audit/audit.service.ts';
 import {
   accountMailers,
+  actorOfJob,
   EMAIL_SEND_QUEUE,
   EMAIL_SWEEP_QUEUE,
   runSendJob,
@@ -25,8 +27,8 @@ export async function registerEmailJobs(deps: JobDeps, log: FastifyBaseLogger): 
   // retry finds out what happened to the attempt (docs/email-sending.md#no-double-send).
   await jobs.define<SendJobData>(
     EMAIL_SEND_QUEUE,
-    async (data) => {
-      const result = await runSendJob(sending, data);
+    async (data, job) => {
+      const result = await runSendJob(sending, data, jobOrigin(job, actorOfJob(data)));
       if (result === 'sent' || result === 'failed') {
         log.info({ draft_uid: data.draft_uid, result }, 'email send');
       }

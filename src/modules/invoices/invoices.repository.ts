@@ -50,22 +50,25 @@ export async function updateInvoice(
   return row!;
 }
 
+/** Replaces the invoice's assignees; returns those it had (read by the delete itself, no extra query). */
 export async function replaceAssignees(
   db: DbOrTx,
   organizationUid: string,
   invoiceUid: string,
   userUids: string[],
-) {
-  await db
+): Promise<string[]> {
+  const removed = await db
     .delete(invoiceAssignees)
     .where(
       and(eq(invoiceAssignees.organizationUid, organizationUid), eq(invoiceAssignees.invoiceUid, invoiceUid)),
-    );
+    )
+    .returning({ userUid: invoiceAssignees.userUid });
   if (userUids.length > 0) {
     await db
       .insert(invoiceAssignees)
       .values([...new Set(userUids)].map((userUid) => ({ organizationUid, invoiceUid, userUid })));
   }
+  return removed.map((r) => r.userUid);
 }
 
 export async function listAssignees(db: DbOrTx, organizationUid: string, invoiceUids: string[]) {

@@ -19,6 +19,13 @@ import {
 } from './invoice-totals.ts';
 import { loadInvoiceViews, toCommentView, toLineItemView, type InvoiceView } from './invoice-view.ts';
 import * as repo from './invoices.repository.ts';
+import {
+  changesBetween,
+  hasChanges,
+  recordAuditEvents,
+  type AuditEvent,
+  type AuditOrigin,
+} from '../audit/audit.service.ts';
 import type {
   CreateInvoiceBodyT,
   LineItemInputT,
@@ -151,6 +158,58 @@ async function resolveLines(
 
 function lineValues(organizationUid: string, invoiceUid: string, line: ResolvedLine) {
   return { organizationUid, invoiceUid, ...line, lineTotal: lineTotal(line.quantity, line.unitPrice) };
+}
+
+// ---- audit events (docs/audit-log.md): written in the transaction of the change they record ----
+
+/** Bookkeeping that changes with every write (or follows from comments), not a change of its own. */
+const INVOICE_NOISE = ['revision', 'has_comments'];
+/** A line item's event names its invoice as its parent. */
+const LINE_NOISE = ['invoice_uid'];
+
+const invoiceParent = (invoiceUid: string) => ({ type: 'invoice' as const, uid: invoiceUid });
+
+function lineItemCreated(line: repo.LineItemRow): AuditEvent {
+  return {
+    organizationUid: line.organizationUid,
+    action: 'line_item.created',
+    entityUid: line.uid,
+    parent: invoiceParent(line.invoiceUid),
+    changes: changesBetween(null, toLineItemView(line), { omit: LINE_NOISE }),
+  };
+}
+
+interface AssigneeChange {
+  before: string[];
+  after: string[];
+}
+
+/**
+ * The event of an invoice update: `invoice.approved` when it moved to approved, `invoice.status_changed`
+ * for any other move, else `invoice.updated`; none when nothing changed.
+ */
+async function recordInvoiceUpdate(
+  tx: DbOrTx,
+  origin: AuditOrigin,
+  before: repo.InvoiceRow,
+  after: repo.InvoiceRow,
+  assignees: AssigneeChange | undefined,
+): Promise<void> {
+  const changes = changesBetween(
+    { ...before, ...(assignees ? { assigneeUserUids: [...assignees.before].sort() } : {}) },
+    { ...after, ...(assignees ? { assigneeUserUids: [...new Set(assignees.after)].sort() } : {}) },
+    { omit: INVOICE_NOISE },
+  );
+  if (!hasChanges(changes)) return;
+  const action =
+    before.status === after.status
+      ? 'invoice.updated'
+      : after.status === 'approved'
+        ? 'invoice.approved'
+        : 'invoice.status_changed';
+  await recordAuditEvents(tx, origin, [
+    { organizationUid: after.organizationUid, action, entityUid: after.uid, changes },
+  ]);
 }
 
 /** Recomputes the derived money after a change to lines, tax, credit notes or payments. */
@@ -291,12 +350,25 @@ export async function createInvoice(
         // stay null here, so the same status carried a paid_date or not depending on the route).
         ...(status === 'paid' ? { paidDate: new Date() } : {}),
       });
-      await repo.insertLineItems(
+      const inserted = await repo.insertLineItems(
         tx,
         lines.map((l) => lineValues(org, row.uid, l)),
       );
       await repo.replaceAssignees(tx, org, row.uid, assignees);
       const updated = await recompute(tx, row);
+      await recordAuditEvents(tx, ctx, [
+        {
+          organizationUid: org,
+          action: 'invoice.created',
+          entityUid: row.uid,
+          changes: changesBetween(
+            null,
+            { ...updated, assigneeUserUids: [...new Set(assignees)].sort() },
+            { omit: INVOICE_NOISE },
+          ),
+        },
+        ...inserted.map(lineItemCreated),
+      ]);
       return viewOf(tx, updated);
     });
   } catch (error) {
@@ -363,7 +435,7 @@ async function applyUpdate(
   row: repo.InvoiceRow,
   body: UpdateInvoiceBodyT,
   stamp: { revision?: number; updatedAt?: Date } = {},
-) {
+): Promise<{ updated: repo.InvoiceRow; assignees: AssigneeChange | undefined }> {
   const org = row.organizationUid;
   const values: Partial<repo.InvoiceInsert> = {};
   const set = <K extends keyof repo.InvoiceInsert>(key: K, value: repo.InvoiceInsert[K] | undefined) => {
@@ -425,13 +497,15 @@ async function applyUpdate(
         )!
       : null;
   }
+  let assignees: AssigneeChange | undefined;
   if (body.assignee_user_uids !== undefined) {
     await userIds(tx, org, body.assignee_user_uids, 'assignee_user_uids');
-    await repo.replaceAssignees(tx, org, row.uid, body.assignee_user_uids);
+    const before = await repo.replaceAssignees(tx, org, row.uid, body.assignee_user_uids);
+    assignees = { before, after: body.assignee_user_uids };
   }
   values.revision = stamp.revision ?? row.revision + 1;
   if (stamp.updatedAt) values.updatedAt = stamp.updatedAt;
-  return recompute(tx, row, values);
+  return { updated: await recompute(tx, row, values), assignees };
 }
 
 /**
@@ -454,7 +528,9 @@ export async function updateInvoice(
     try {
       return await db.transaction(async (tx) => {
         const row = await getInvoiceRow(tx, ctx, uid, true);
-        return viewOf(tx, await applyUpdate(tx, ctx, row, body));
+        const { updated, assignees } = await applyUpdate(tx, ctx, row, body);
+        await recordInvoiceUpdate(tx, ctx, row, updated, assignees);
+        return viewOf(tx, updated);
       });
     } catch (error) {
       duplicateNumber(error, body.invoice_number);
@@ -489,11 +565,13 @@ export async function updateInvoice(
         );
       }
       // The same update on the same invoice, stamped as the partner saw it (revision, updated_at).
-      const updated = await applyUpdate(tx, ctx, row, body, {
+      const { updated, assignees } = await applyUpdate(tx, ctx, row, body, {
         revision: intent.revision,
         updatedAt: preview.row.updatedAt,
       });
       await billing.confirmSync(tx, integration, intent, response);
+      // Recorded here, with the change that commits: the preview before the partner call rolled back.
+      await recordInvoiceUpdate(tx, ctx, row, updated, assignees);
       return viewOf(tx, updated);
     });
   } catch (error) {
@@ -527,7 +605,7 @@ async function prepareUpdate(
 ): Promise<PreparedUpdate> {
   try {
     await tx.transaction(async (savepoint) => {
-      const updated = await applyUpdate(savepoint, ctx, row, body, { revision });
+      const { updated } = await applyUpdate(savepoint, ctx, row, body, { revision });
       throw new UpdatePrepared({ row: updated, view: await viewOf(savepoint, updated) });
     });
   } catch (error) {
@@ -554,6 +632,7 @@ export async function addLineItems(db: Db, ctx: RequestContext, invoiceUid: stri
       lines.map((l) => lineValues(row.organizationUid, row.uid, l)),
     );
     await recompute(tx, row, { revision: row.revision + 1 });
+    await recordAuditEvents(tx, ctx, inserted.map(lineItemCreated));
     return inserted.map(toLineItemView);
   });
 }
@@ -619,6 +698,21 @@ export async function updateLineItems(
       );
     }
     await recompute(tx, row, { revision: row.revision + 1 });
+    const events: AuditEvent[] = [];
+    for (const line of updated) {
+      const changes = changesBetween(toLineItemView(existing.get(line.uid)!), toLineItemView(line), {
+        omit: LINE_NOISE,
+      });
+      if (!hasChanges(changes)) continue;
+      events.push({
+        organizationUid: line.organizationUid,
+        action: 'line_item.updated',
+        entityUid: line.uid,
+        parent: invoiceParent(line.invoiceUid),
+        changes,
+      });
+    }
+    await recordAuditEvents(tx, ctx, events);
     return updated.map(toLineItemView);
   });
 }
@@ -680,7 +774,7 @@ export async function addPayment(
       ]);
     }
     const paidAt = toInstant(body.paid_at) ?? new Date();
-    await repo.insertPayment(tx, {
+    const payment = await repo.insertPayment(tx, {
       organizationUid: row.organizationUid,
       invoiceUid: row.uid,
       amountCents: body.amount_cents,
@@ -688,12 +782,31 @@ export async function addPayment(
       createdByUserUid: ctx.principal.user.uid,
     });
     let updated = await recompute(tx, row, { revision: row.revision + 1 });
+    const events: AuditEvent[] = [
+      {
+        organizationUid: row.organizationUid,
+        action: 'payment.recorded',
+        entityUid: payment.uid,
+        parent: invoiceParent(row.uid),
+        changes: changesBetween(null, payment, { omit: ['invoice_uid'] }),
+      },
+    ];
     if (updated.amountRemainingCents <= 0) {
       updated = await repo.updateInvoice(tx, row.organizationUid, row.uid, {
         status: 'paid',
         paidDate: paidAt,
       });
+      // Settled: the invoice's own move to paid is an event of its own (in the same INSERT).
+      if (updated.status !== row.status) {
+        events.push({
+          organizationUid: row.organizationUid,
+          action: 'invoice.status_changed',
+          entityUid: row.uid,
+          changes: changesBetween(row, updated, { omit: INVOICE_NOISE }),
+        });
+      }
     }
+    await recordAuditEvents(tx, ctx, events);
     return viewOf(tx, updated);
   });
 }

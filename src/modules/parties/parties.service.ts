@@ -5,6 +5,7 @@ import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './parties.repository.ts';
 import type { ContactInputT, CreatePartyBodyT, PatchPartyBodyT } from './parties.schemas.ts';
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
+import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 
 export function toPartyView({ party, contact }: repo.PartyWithContact) {
   return {
@@ -50,7 +51,14 @@ export async function createParty(db: Db, ctx: RequestContext, body: CreateParty
     });
     if (body.billing_contact)
       await repo.upsertContact(tx, ctx.organizationUid, party.uid, contactValues(body.billing_contact));
-    return toPartyView((await repo.findParty(tx, [ctx.organizationUid], party.uid))!);
+    const view = toPartyView((await repo.findParty(tx, [ctx.organizationUid], party.uid))!);
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: party.organizationUid,
+      action: 'party.created',
+      entityUid: party.uid,
+      changes: changesBetween(null, view),
+    });
+    return view;
   });
 }
 
@@ -83,7 +91,16 @@ export async function patchParty(
     const updated = (await repo.findParty(tx, [org], uid))!;
     if (body.name !== undefined || body.tax_id !== undefined)
       await repo.refreshInvoicePartyNames(tx, org, updated.party);
-    return toPartyView(updated);
+    const view = toPartyView(updated);
+    // The billing contact is part of the party: its changes show as billing_contact's before and after.
+    await recordUpdate(tx, ctx, {
+      organizationUid: org,
+      action: 'party.updated',
+      entityUid: uid,
+      before: toPartyView(found),
+      after: view,
+    });
+    return view;
   });
 }
 

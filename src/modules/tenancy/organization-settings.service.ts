@@ -2,6 +2,7 @@ import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
+import { recordUpdate } from '../audit/audit.service.ts';
 
 export interface OrganizationSettings {
   organization_uid: string;
@@ -42,10 +43,24 @@ export async function updateOrganizationSettings(
   body: { segregation_of_duties?: boolean; require_admin_mfa?: boolean },
 ): Promise<OrganizationSettings> {
   requireAdmin(ctx);
-  const row = await repo.updateOrganizationSettings(db, ctx.organizationUid, {
-    ...(body.segregation_of_duties !== undefined ? { segregationOfDuties: body.segregation_of_duties } : {}),
-    ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
+  return db.transaction(async (tx) => {
+    const before = await repo.findOrganization(tx, ctx.organizationUid, { forUpdate: true });
+    const row = await repo.updateOrganizationSettings(tx, ctx.organizationUid, {
+      ...(body.segregation_of_duties !== undefined
+        ? { segregationOfDuties: body.segregation_of_duties }
+        : {}),
+      ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
+    });
+    if (!before || !row) throw notFound('Organization');
+    // The organization's controls (segregation of duties, second factor for admins): who turned them
+    // on or off is audited.
+    await recordUpdate(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'organization.settings_changed',
+      entityUid: ctx.organizationUid,
+      before: { segregationOfDuties: before.segregationOfDuties, requireAdminMfa: before.requireAdminMfa },
+      after: { segregationOfDuties: row.segregationOfDuties, requireAdminMfa: row.requireAdminMfa },
+    });
+    return view(row);
   });
-  if (!row) throw notFound('Organization');
-  return view(row);
 }

@@ -8,8 +8,14 @@ export async function insertOrganization(db: DbOrTx, name: string) {
   return row!;
 }
 
-export async function findOrganization(db: DbOrTx, organizationUid: string) {
-  const [row] = await db.select().from(organizations).where(eq(organizations.uid, organizationUid));
+/** One organization; `forUpdate` locks it for the rest of the transaction (a settings change). */
+export async function findOrganization(
+  db: DbOrTx,
+  organizationUid: string,
+  options: { forUpdate?: boolean } = {},
+) {
+  const query = db.select().from(organizations).where(eq(organizations.uid, organizationUid));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
   return row;
 }
 

@@ -22,6 +22,7 @@ import {
   type TaskType,
 } from './work-tasks.tables.ts';
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
+import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -234,6 +235,31 @@ const assigneeSummary = (a: AssigneeColumns) =>
       ? { type: 'agent', agent_uid: a.assigneeAgentUid }
       : null;
 
+// ---- audit events (docs/audit-log.md) ----
+
+/** The change log and the list order follow from these; the task's fields are what changed. */
+const TASK_NOISE = ['revision'];
+
+async function recordTaskCreated(
+  tx: DbOrTx,
+  origin: AuditOrigin,
+  task: TaskRow,
+  entities: ContextEntityInputT[],
+): Promise<void> {
+  await recordAuditEvent(tx, origin, {
+    organizationUid: task.organizationUid,
+    action: 'task.created',
+    entityUid: task.uid,
+    changes: changesBetween(
+      null,
+      { ...task, contextEntities: entities.length > 0 ? entities : null },
+      {
+        omit: TASK_NOISE,
+      },
+    ),
+  });
+}
+
 // ---- use cases ----
 
 export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBodyT): Promise<TaskView> {
@@ -257,6 +283,7 @@ export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBo
     });
     await repo.replaceContextEntities(tx, org, task.uid, entities);
     await repo.insertChanges(tx, org, task.uid, [change(actor, 'created', null)]);
+    await recordTaskCreated(tx, ctx, task, entities);
     return viewOf(tx, task);
   });
 }
@@ -273,6 +300,8 @@ export interface RaiseApprovalInput {
   assignTo?: AssignInputT | null | undefined;
   contextEntities?: ContextEntityInputT[] | undefined;
   runUid?: string | null | undefined;
+  /** Who raises it, for the audit log: the agent run, or the key of an outside runtime. */
+  origin: AuditOrigin;
 }
 
 /**
@@ -305,6 +334,7 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   });
   await repo.replaceContextEntities(tx, org, task.uid, entities);
   await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
+  await recordTaskCreated(tx, input.origin, task, entities);
   return task;
 }
 
@@ -385,6 +415,7 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
       changes.push(change(actor, after ? 'assigned' : 'unassigned', { from: before, to: after }));
     }
   }
+  let entities: { before: ContextEntityInputT[]; after: ContextEntityInputT[] } | undefined;
   if (body.context_entities !== undefined) {
     const next = await resolveContextEntities(tx, org, body.context_entities, ctx);
     const before = (await repo.loadContextEntities(tx, org, [task.uid])).map((e) => ({
@@ -394,11 +425,20 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
     if (JSON.stringify(before) !== JSON.stringify(next)) {
       await repo.replaceContextEntities(tx, org, task.uid, next);
       changes.push(change(actor, 'context_entities_changed', { from: before, to: next }));
+      entities = { before, after: next };
     }
   }
   if (changes.length === 0) return viewOf(tx, task);
   const updated = await repo.updateTask(tx, org, task.uid, values);
   await repo.insertChanges(tx, org, task.uid, changes);
+  await recordUpdate(tx, ctx, {
+    organizationUid: org,
+    action: 'task.updated',
+    entityUid: task.uid,
+    before: { ...task, ...(entities ? { contextEntities: entities.before } : {}) },
+    after: { ...updated, ...(entities ? { contextEntities: entities.after } : {}) },
+    options: { omit: TASK_NOISE },
+  });
   return viewOf(tx, updated);
 }
 
@@ -434,6 +474,15 @@ async function resolveApproval(
     toolArgs,
   });
   if (!resolved) throw new AppError('already_resolved', 'This approval was already resolved');
+  // The decision: status, resolution, who and when, the note, and tool_args when they were edited.
+  await recordUpdate(tx, ctx, {
+    organizationUid: org,
+    action: 'task.decided',
+    entityUid: task.uid,
+    before: task,
+    after: resolved,
+    options: { omit: TASK_NOISE },
+  });
   await repo.insertChanges(tx, org, task.uid, [
     change(actor, 'resolved', {
       action: body.action,
@@ -530,6 +579,8 @@ export async function openTaskForAgent(
     triggerType: string;
     contextEntities: ContextEntityInputT[];
     priority?: TaskPriority;
+    /** The agent run opening it, for the audit log. */
+    origin: AuditOrigin;
   },
 ): Promise<TaskRow> {
   const org = input.agent.organizationUid;
@@ -547,6 +598,7 @@ export async function openTaskForAgent(
   });
   await repo.replaceContextEntities(tx, org, task.uid, entities);
   await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
+  await recordTaskCreated(tx, input.origin, task, entities);
   return task;
 }
 

@@ -3,7 +3,13 @@ import fp from 'fastify-plugin';
 import type { Scope } from './scopes.ts';
 import { keyAllows, roleAllows } from './scopes.ts';
 import { setLogFields } from '../logging.ts';
-import { contextFor, resolveMembership, type Principal, type RequestContext } from './context.ts';
+import {
+  contextFor,
+  resolveMembership,
+  type CallOrigin,
+  type Principal,
+  type RequestContext,
+} from './context.ts';
 import { narrowToCaller } from './db-role.ts';
 import { AppError } from './errors.ts';
 import { forgeryProblem, readSessionCookie } from './session-cookie.ts';
@@ -59,6 +65,11 @@ function likelyOrganizationUid(request: FastifyRequest, principal: Principal): s
     : (principal.credential.organizationUid ?? '');
 }
 
+/** The request's id and client address (`request.ip` follows TRUST_PROXY), as services record them. */
+export function callOrigin(request: FastifyRequest): CallOrigin {
+  return { requestId: request.id, clientAddress: request.ip || null };
+}
+
 // Every authentication failure answers the same body, so a caller learns nothing about which keys exist.
 const unauthorized = () =>
   new AppError(
@@ -72,7 +83,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
   app.decorateRequest('principal', null);
   app.decorateRequest('tenant', function (this: FastifyRequest, explicitOrganizationUid?: string | null) {
     if (!this.principal) throw unauthorized();
-    const ctx = contextFor(this.principal, this.id, explicitOrganizationUid);
+    const ctx = contextFor(this.principal, callOrigin(this), explicitOrganizationUid);
     setLogFields(this.log, { organization_uid: ctx.organizationUid });
     // The key may hold the route's scope while the user's role in this organization does not.
     const scope = this.routeOptions.config.scope;

@@ -44,15 +44,50 @@ export interface Principal {
   secondFactor?: boolean;
 }
 
+export const ACTOR_TYPES = ['user', 'api_key', 'agent_run', 'system'] as const;
+export type ActorType = (typeof ACTOR_TYPES)[number];
+
 /**
- * What every service call receives: the organization the call acts in, the caller's role there and
- * the key's grant. Services never see Fastify objects.
+ * Who makes a change, as the audit log records it (docs/audit-log.md#the-actor): a person, an API key
+ * (with the person it belongs to), an agent run, or the service itself (a job).
  */
-export interface RequestContext {
+export interface AuditActor {
+  type: ActorType;
+  /** The user, key or agent run; null for the system. */
+  uid: string | null;
+  /** The person behind it when known: a key's user, the user who asked for an agent run. */
+  userUid: string | null;
+}
+
+export const SYSTEM_ACTOR: AuditActor = Object.freeze({ type: 'system', uid: null, userUid: null });
+
+/**
+ * The actor of an authenticated principal: its API key, or — for a principal that authenticated
+ * without one (a person's session) — the user.
+ */
+export function actorOf(principal: Principal): AuditActor {
+  if (principal.credential.kind === 'api_key') {
+    return { type: 'api_key', uid: principal.credential.uid, userUid: principal.user.uid };
+  }
+  return { type: 'user', uid: principal.user.uid, userUid: principal.user.uid };
+}
+
+/** Where a call comes from: the request's id and the client's address (after trusted proxies). */
+export interface CallOrigin {
+  requestId: string;
+  clientAddress: string | null;
+}
+
+/**
+ * What every service call receives: the organization the call acts in, the caller's role there, the
+ * key's grant, and who and where the call comes from (what an audit event records). Services never see
+ * Fastify objects.
+ */
+export interface RequestContext extends CallOrigin {
   organizationUid: string;
   role: Role;
   principal: Principal;
-  requestId: string;
+  actor: AuditActor;
 }
 
 export function can(ctx: RequestContext, scope: Scope): boolean {
@@ -87,11 +122,23 @@ export function resolveMembership(principal: Principal, explicitOrganizationUid?
 
 export function contextFor(
   principal: Principal,
-  requestId: string,
+  origin: CallOrigin,
   explicitOrganizationUid?: string | null,
 ): RequestContext {
   const membership = resolveMembership(principal, explicitOrganizationUid);
-  return { organizationUid: membership.organizationUid, role: membership.role, principal, requestId };
+  return {
+    organizationUid: membership.organizationUid,
+    role: membership.role,
+    principal,
+    requestId: origin.requestId,
+    clientAddress: origin.clientAddress,
+    actor: actorOf(principal),
+  };
+}
+
+/** The same caller acting in another of its organizations (its role there), still the same actor. */
+export function inOrganization(ctx: RequestContext, organizationUid: string): RequestContext {
+  return { ...contextFor(ctx.principal, ctx, organizationUid), actor: ctx.actor };
 }
 
 /** Organizations the caller may read by uid (a lookup by uid needs no organization parameter). */

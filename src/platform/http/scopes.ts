@@ -15,12 +15,13 @@ export const SCOPES = [
   'search:read',
   'api_keys:read',
   'api_keys:write',
+  'audit:read',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
 export type Role = 'admin' | 'member';
 
-const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>(['agents:token_usage']);
+const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>(['agents:token_usage', 'audit:read']);
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
