@@ -16,3 +16,4 @@ export * from './modules/knowledge/knowledge.tables.ts';
 export * from './modules/documents/documents.tables.ts';
 export * from './modules/metrics/metrics.tables.ts';
 export * from './modules/people/sign-in.tables.ts';
+export * from './modules/people/invitations.tables.ts';
