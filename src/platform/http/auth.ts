@@ -12,6 +12,11 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** No API key needed (health, OpenAPI, docs, the storage upload endpoint). */
     public?: boolean;
+    /**
+     * No API key needed, but credentials that come along are checked and name the caller
+     * (`request.principal`): accepting an invitation. Without any, counted per client address.
+     */
+    optionalAuth?: boolean;
     /** The scope a key must hold for this route. */
     scope?: Scope;
   }
@@ -101,6 +106,8 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
     const anonymous = `ip:${request.ip}`;
     if (request.is404) return spend(request, reply, anonymous);
     const header = request.headers.authorization;
+    if (header === undefined && request.routeOptions.config.optionalAuth)
+      return spend(request, reply, anonymous);
     const match = header ? BEARER.exec(header) : null;
     const result = match ? await options.authenticate(match[1]!) : undefined;
     if (!result?.ok) {

@@ -21,6 +21,7 @@ export const ERROR_CODES = {
   invalid_state: 409,
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
+  token_expired: 410,
   payload_too_large: 413,
   uri_too_long: 414,
   unsupported_media_type: 415,

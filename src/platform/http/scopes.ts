@@ -15,12 +15,18 @@ export const SCOPES = [
   'search:read',
   'api_keys:read',
   'api_keys:write',
+  'members:read',
+  'members:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
 export type Role = 'admin' | 'member';
 
-const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>(['agents:token_usage']);
+const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>([
+  'agents:token_usage',
+  'members:read',
+  'members:write',
+]);
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
