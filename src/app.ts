@@ -45,6 +45,8 @@ import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
+import { memberRoutes } from './modules/people/members.routes.ts';
+import { invitationRoutes } from './modules/people/invitations.routes.ts';
 import { registerBillingJobs } from './modules/billing/billing.jobs.ts';
 import { registerEmailJobs } from './modules/email/email.jobs.ts';
 import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
@@ -89,6 +91,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'knowledge', routes: [knowledgeRoutes], jobs: registerKnowledgeJobs },
   { name: 'documents', routes: [documentRoutes] },
   { name: 'organization-settings', routes: [organizationSettingsRoutes] },
+  { name: 'members', routes: [memberRoutes, invitationRoutes] },
   { name: 'storage', routes: [storageRoutes] },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];

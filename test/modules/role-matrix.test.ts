@@ -39,6 +39,13 @@ const VALID_BODIES: Record<string, unknown> = {
   },
   'POST /api/email/accounts': { email: 'ar@acme.test', display_name: 'AR' },
   'PATCH /api/organization/{organization_uid}/settings': { segregation_of_duties: false },
+  'PATCH /api/organization/{organization_uid}/members/{user_uid}': { role: 'member' },
+  'POST /api/organization/{organization_uid}/invitations': {
+    email: `matrix-${crypto.randomUUID()}@example.test`,
+    role: 'member',
+  },
+  // Takes no body.
+  'POST /api/organization/{organization_uid}/invitations/{uid}/resend': {},
 };
 
 let t: TestApp;
