@@ -52,7 +52,7 @@ export async function findInvitation(
   return row;
 }
 
-/** The open (neither accepted nor revoked) invitation of an address, expired or not. */
+/** The open (neither accepted nor revoked) invitation of an address, expired or not, locked for the invite. */
 export async function findOpenInvitation(
   db: DbOrTx,
   organizationUid: string,
@@ -168,8 +168,8 @@ export interface PresentedInvitation extends InvitationWithStatus {
 
 /**
  * The invitation a presented token names, found by the token's hash alone (unique index), with what the
- * person accepting it needs to see. The public routes know no organization before this read, so it runs
- * as the service (the caller's invitations service says so).
+ * person accepting it needs to see. The public routes know no organization before this read, so the
+ * invitations service runs it as the service (`asService`).
  */
 export async function findByTokenHash(
   db: DbOrTx,
