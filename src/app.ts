@@ -49,6 +49,8 @@ import { storageRoutes } from './platform/storage/storage.routes.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
 import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { registerAuditJobs } from './modules/audit/audit.jobs.ts';
+import { memberRoutes } from './modules/people/members.routes.ts';
+import { invitationRoutes } from './modules/people/invitations.routes.ts';
 import { registerBillingJobs } from './modules/billing/billing.jobs.ts';
 import { registerEmailJobs } from './modules/email/email.jobs.ts';
 import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
@@ -95,6 +97,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'documents', routes: [documentRoutes] },
   { name: 'organization-settings', routes: [organizationSettingsRoutes] },
   { name: 'audit', routes: [auditRoutes], jobs: registerAuditJobs },
+  { name: 'members', routes: [memberRoutes, invitationRoutes] },
   { name: 'storage', routes: [storageRoutes] },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];

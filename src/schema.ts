@@ -17,3 +17,4 @@ export * from './modules/documents/documents.tables.ts';
 export * from './modules/metrics/metrics.tables.ts';
 export * from './modules/audit/audit.tables.ts';
 export * from './modules/people/sign-in.tables.ts';
+export * from './modules/people/invitations.tables.ts';

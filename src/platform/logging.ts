@@ -59,8 +59,23 @@ function logContext(_line: object, _level: number, logger: unknown): object {
 const SECRET_QUERY =
   /([?&](?:x-amz-signature|x-amz-credential|x-amz-security-token|signature|token|key|api_key)=)[^&#]*/gi;
 
+/** Path segments that are credentials (an invitation's token), registered by the routes that take one. */
+const secretPathSegments = new Map<string, RegExp>();
+
+/**
+ * Registers `prefix` + one path segment as a credential: the segment is redacted wherever `redactUrl`
+ * runs (request logs, trace spans), except the literal segments in `except` (other routes' names).
+ */
+export function redactPathSegmentAfter(prefix: string, except: readonly string[] = []): void {
+  const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const kept = except.length > 0 ? `(?!(?:${except.map(escape).join('|')})(?:[/?#]|$))` : '';
+  secretPathSegments.set(prefix, new RegExp(`^(${escape(prefix)})${kept}[^/?#]+`));
+}
+
 export function redactUrl(url: string): string {
-  return url.replace(SECRET_QUERY, '$1[redacted]');
+  let redacted = url.replace(SECRET_QUERY, '$1[redacted]');
+  for (const pattern of secretPathSegments.values()) redacted = redacted.replace(pattern, '$1[redacted]');
+  return redacted;
 }
 
 /**

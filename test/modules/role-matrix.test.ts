@@ -41,6 +41,13 @@ const VALID_BODIES: Record<string, unknown> = {
   'PATCH /api/organization/{organization_uid}/settings': { segregation_of_duties: false },
   'POST /api/auth/totp/enable': { code: '123456' },
   'POST /api/auth/totp/disable': { code: '123456' },
+  'PATCH /api/organization/{organization_uid}/members/{user_uid}': { role: 'member' },
+  'POST /api/organization/{organization_uid}/invitations': {
+    email: `matrix-${crypto.randomUUID()}@example.test`,
+    role: 'member',
+  },
+  // Takes no body.
+  'POST /api/organization/{organization_uid}/invitations/{uid}/resend': {},
 };
 
 let t: TestApp;

@@ -79,6 +79,26 @@ export async function revokeApiKey(
   return findApiKey(db, organizationUid, uid);
 }
 
+/** Revokes every live key of one user in one organization; returns how many were revoked. */
+export async function revokeKeysOfUser(
+  db: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+): Promise<number> {
+  const rows = await db
+    .update(apiKeys)
+    .set({ revokedAt: sql`now()`, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(apiKeys.organizationUid, organizationUid),
+        eq(apiKeys.userUid, userUid),
+        isNull(apiKeys.revokedAt),
+      ),
+    )
+    .returning({ uid: apiKeys.uid });
+  return rows.length;
+}
+
 export interface AuthMembershipRow {
   organization_uid: string;
   organization_name: string;

@@ -254,8 +254,21 @@ export async function revokeApiKey(db: Db, principal: Principal, origin: CallOri
   });
 }
 
+/**
+ * A member removed from an organization (docs/people.md#members-and-invitations): their keys made there
+ * are revoked in the same transaction, so they get 401 from the next request. Returns how many.
+ */
+export async function revokeUserKeysInOrganization(
+  tx: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+): Promise<number> {
+  return repo.revokeKeysOfUser(tx, organizationUid, userUid);
+}
+
 export type AuthenticationResult =
-  { ok: true; principal: Principal } | { ok: false; reason: 'malformed' | 'unknown' | 'expired' | 'revoked' };
+  | { ok: true; principal: Principal }
+  | { ok: false; reason: 'malformed' | 'unknown' | 'expired' | 'revoked' | 'not_a_member' };
 
 /**
  * Memberships already read, per key hash, with the user's `auth_version` they belong to. Bounded; an
@@ -302,6 +315,11 @@ export async function authenticate(
       isDefault: m.is_default,
     }));
     cache.set(hash, row.auth_version, memberships);
+  }
+  // A key is its user's membership of the organization it was made in. Removing the member revokes
+  // their keys there; should one ever be missed, the key still dies with the membership.
+  if (!memberships.some((m) => m.organizationUid === row.key_organization_uid)) {
+    return { ok: false, reason: 'not_a_member' };
   }
   return {
     ok: true,

@@ -30,5 +30,7 @@ export const apiKeys = pgTable(
     // Authentication looks keys up by hash alone; under Citus this table is a reference table.
     uniqueIndex('api_keys_key_hash_key').on(t.keyHash),
     index('api_keys_org_created_idx').on(t.organizationUid, t.createdAt.desc(), t.uid.desc()),
+    // A member's keys in one organization (migration 0014): revoked together when they are removed.
+    index('api_keys_org_user_idx').on(t.organizationUid, t.userUid),
   ],
 );

@@ -80,3 +80,34 @@ export async function updateOrganizationSettings(
     .returning();
   return row;
 }
+
+/**
+ * Locks the organization's admin memberships (FOR UPDATE) and returns their users. Two transactions
+ * that each demote or remove an admin queue here; the second re-reads the rows after the first commits
+ * and no longer counts the one it demoted.
+ */
+export async function lockAdminMemberships(db: DbOrTx, organizationUid: string): Promise<string[]> {
+  const rows = await db
+    .select({ userUid: memberships.userUid })
+    .from(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.role, 'admin')))
+    .for('update');
+  return rows.map((r) => r.userUid);
+}
+
+export async function updateMembershipRole(db: DbOrTx, organizationUid: string, userUid: string, role: Role) {
+  const [row] = await db
+    .update(memberships)
+    .set({ role, updatedAt: sql`now()` })
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)))
+    .returning();
+  return row;
+}
+
+export async function deleteMembership(db: DbOrTx, organizationUid: string, userUid: string) {
+  const [row] = await db
+    .delete(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.userUid, userUid)))
+    .returning();
+  return row;
+}

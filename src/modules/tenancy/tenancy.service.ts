@@ -19,8 +19,8 @@ async function ensureUser(tx: DbOrTx, email: string, fullName: string | undefine
   return repo.insertUser(tx, email, fullName ?? '');
 }
 
-async function joinOrganization(tx: DbOrTx, organizationUid: string, userUid: string, role: Role) {
-  // The first organization a user joins becomes their default one.
+/** Adds the membership; the first organization a user joins becomes their default one. */
+export async function joinOrganization(tx: DbOrTx, organizationUid: string, userUid: string, role: Role) {
   const isDefault = !(await repo.userHasDefaultMembership(tx, userUid));
   return repo.insertMembership(tx, organizationUid, userUid, role, isDefault);
 }
@@ -135,4 +135,18 @@ export async function listKeysOfMember(
   const keys = [];
   for (const m of memberships) keys.push(...(await listMemberKeys(db, m.organizationUid, user.uid)));
   return { user_uid: user.uid, keys };
+}
+
+// ---- memberships, for the people module (members and invitations) ----
+
+export const findOrganization = repo.findOrganization;
+export const findUserByEmail = repo.findUserByEmail;
+export const findMembership = repo.findMembership;
+export const lockAdminMemberships = repo.lockAdminMemberships;
+export const updateMembershipRole = repo.updateMembershipRole;
+export const deleteMembership = repo.deleteMembership;
+
+/** A new user (no membership yet); the email must be normalized and not taken (users_email_key). */
+export async function createUser(tx: DbOrTx, email: string, fullName: string) {
+  return repo.insertUser(tx, email, fullName);
 }

@@ -153,6 +153,52 @@ export async function insertChanges(
   );
 }
 
+/**
+ * Unassigns every open task (not done, not canceled) assigned to the user, with one change-log entry
+ * each (`change` for every task); returns the tasks' uids.
+ */
+export async function unassignOpenTasksOf(
+  db: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+  change: NewChange,
+): Promise<string[]> {
+  const rows = await db
+    .update(workTasks)
+    .set({
+      assigneeType: null,
+      assigneeUserUid: null,
+      assigneeAgentUid: null,
+      revision: sql`${workTasks.revision} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(workTasks.organizationUid, organizationUid),
+        eq(workTasks.assigneeUserUid, userUid),
+        sql`${workTasks.status} not in ('done', 'canceled')`,
+      ),
+    )
+    .returning({ uid: workTasks.uid });
+  if (rows.length > 0) {
+    await db.insert(workTaskChanges).values(
+      rows.map(({ uid }) => ({
+        organizationUid,
+        taskUid: uid,
+        byType: change.byType,
+        byUserUid: change.byUserUid ?? null,
+        byAgentUid: change.byAgentUid ?? null,
+        byName: change.byName,
+        action: change.action,
+        details: change.details,
+        at: sql`clock_timestamp()`,
+        seq: 0,
+      })),
+    );
+  }
+  return rows.map((r) => r.uid);
+}
+
 /** Which of the given entities exist in the organization (`type:uid` keys). */
 export async function existingEntityKeys(
   db: DbOrTx,

@@ -602,6 +602,27 @@ export async function openTaskForAgent(
   return task;
 }
 
+/**
+ * A member left the organization (docs/people.md#members-and-invitations): their open tasks there are
+ * unassigned, each with an `unassigned` change-log entry by `actor` (reason `member_removed`). Runs in
+ * the caller's transaction; returns how many tasks.
+ */
+export async function unassignRemovedMember(
+  tx: DbOrTx,
+  organizationUid: string,
+  userUid: string,
+  actor: Actor,
+): Promise<number> {
+  const from = assigneeSummary({ assigneeType: 'user', assigneeUserUid: userUid, assigneeAgentUid: null });
+  const uids = await repo.unassignOpenTasksOf(
+    tx,
+    organizationUid,
+    userUid,
+    change(actor, 'unassigned', { from, to: null, reason: 'member_removed' }),
+  );
+  return uids.length;
+}
+
 /** A task row of the organization by uid, for background actors (no caller membership to check). */
 export async function findTaskInOrganization(db: DbOrTx, organizationUid: string, uid: string) {
   return repo.findTask(db, [organizationUid], uid);

@@ -20,8 +20,9 @@ declare module 'fastify' {
     /** No API key needed (health, OpenAPI, docs, the storage upload endpoint). */
     public?: boolean;
     /**
-     * With `public`: credentials are optional, but when a key or a session is presented it must be valid,
-     * and the route sees its principal (accepting an invitation as an existing user).
+     * No API key needed, but credentials that come along (a key or a session cookie) are checked and
+     * name the caller (`request.principal`): accepting an invitation. Without any, counted per client
+     * address.
      */
     optionalAuth?: boolean;
     /** The scope a key must hold for this route. */
@@ -130,8 +131,7 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
 
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const config = request.routeOptions.config;
-    const header = request.headers.authorization;
-    if (config.public && !(config.optionalAuth && (header || readSessionCookie(request)))) return;
+    if (config.public) return;
     // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
     if (request.routeOptions.url?.startsWith('/docs')) return;
     // Requests no credential answers for (unknown routes, failed authentication) are counted per client
@@ -139,6 +139,10 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
     // quota is never spent by someone else's failed attempts.
     const anonymous = `ip:${request.ip}`;
     if (request.is404) return spend(request, reply, anonymous);
+    const header = request.headers.authorization;
+    if (config.optionalAuth && header === undefined && !readSessionCookie(request)) {
+      return spend(request, reply, anonymous);
+    }
     let result: Awaited<ReturnType<Authenticator>> | undefined;
     if (header) {
       const match = BEARER.exec(header);

@@ -16,12 +16,19 @@ export const SCOPES = [
   'api_keys:read',
   'api_keys:write',
   'audit:read',
+  'members:read',
+  'members:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
 export type Role = 'admin' | 'member';
 
-const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>(['agents:token_usage', 'audit:read']);
+const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>([
+  'agents:token_usage',
+  'audit:read',
+  'members:read',
+  'members:write',
+]);
 
 export function isScope(value: string): value is Scope {
   return (SCOPES as readonly string[]).includes(value);
