@@ -143,6 +143,12 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
       config: { optionalAuth: true, idempotency: 'deferred' },
     },
     async (request) =>
-      envelope(await service.acceptInvitation(db, request.principal, request.body), 'Invitation accepted'),
+      envelope(
+        await service.acceptInvitation(db, request.principal, request.body, {
+          requestId: request.id,
+          clientAddress: request.ip || null,
+        }),
+        'Invitation accepted',
+      ),
   );
 }

@@ -4,7 +4,14 @@ import type { Db } from '../../platform/db/client.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { afterCommit } from '../../platform/db/request-scope.ts';
 import { asService } from '../../platform/db/session-role.ts';
-import { requireAdmin, type Principal, type RequestContext } from '../../platform/http/context.ts';
+import {
+  actorOf,
+  requireAdmin,
+  type CallOrigin,
+  type Principal,
+  type RequestContext,
+} from '../../platform/http/context.ts';
+import { changesBetween, recordAuditEvent, recordAuditEvents } from '../audit/audit.service.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Role } from '../../platform/http/scopes.ts';
@@ -133,7 +140,12 @@ export async function createInvitation(
         invitedByUserUid: ctx.principal.user.uid,
         expiresAt: expiry(deps),
       });
-      // audit: invitation.created {organization_uid, invitation_uid: created.uid, email, role, by: ctx.principal.user.uid}
+      await recordAuditEvent(tx, ctx, {
+        organizationUid: org,
+        action: 'invitation.created',
+        entityUid: created.uid,
+        changes: changesBetween(null, { email, role: body.role, expires_at: created.expiresAt }),
+      });
       return created;
     } catch (error) {
       if (isUniqueViolation(error, 'invitations_open_email_key')) {
@@ -167,8 +179,14 @@ export async function resendInvitation(
         `This invitation was ${invitation.status}; ${invitation.status === 'revoked' ? 'invite the address again' : 'there is nothing to resend'}`,
       );
     }
-    // audit: invitation.resent {organization_uid, invitation_uid: uid, email: invitation.email, by: ctx.principal.user.uid}
-    return repo.renewInvitation(tx, org, uid, { tokenHash, expiresAt: expiry(deps) });
+    const renewed = await repo.renewInvitation(tx, org, uid, { tokenHash, expiresAt: expiry(deps) });
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: org,
+      action: 'invitation.resent',
+      entityUid: uid,
+      changes: { expires_at: { before: invitation.expiresAt, after: renewed?.expiresAt ?? null } },
+    });
+    return renewed;
   });
   if (!row) throw notFound('Invitation');
   await afterCommit(() => sendInvitation(deps, ctx, row, token));
@@ -187,7 +205,12 @@ export async function revokeInvitation(db: Db, ctx: RequestContext, uid: string)
     }
     if (invitation.revokedAt) return view(invitation);
     const revoked = await repo.revokeInvitation(tx, org, uid);
-    // audit: invitation.revoked {organization_uid, invitation_uid: uid, email: invitation.email, by: ctx.principal.user.uid}
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: org,
+      action: 'invitation.revoked',
+      entityUid: uid,
+      changes: { revoked_at: { before: null, after: revoked?.revokedAt ?? null } },
+    });
     return view(revoked ?? invitation);
   });
 }
@@ -304,6 +327,7 @@ export async function acceptInvitation(
   db: Db,
   principal: Principal | null,
   body: AcceptInvitationBodyT,
+  origin: CallOrigin,
 ): Promise<AcceptedInvitationView> {
   const first = await findPresented(db, body.token);
   assertUsable(first);
@@ -360,7 +384,27 @@ export async function acceptInvitation(
       await tenancy.joinOrganization(tx, org, userUid, invitation.role);
       const accepted = await repo.markAccepted(tx, org, invitation.uid, userUid);
       if (!accepted) throw new AppError('invalid_state', 'This invitation was already accepted');
-      // audit: invitation.accepted {organization_uid: org, invitation_uid: invitation.uid, user_uid: userUid, role: invitation.role, account_created: !principal}
+      // The person accepting is the actor: the invited user (new or signed in), whatever credential.
+      const acceptedBy = principal ? actorOf(principal) : ({ type: 'user', uid: userUid, userUid } as const);
+      await recordAuditEvents(tx, { ...origin, actor: acceptedBy }, [
+        {
+          organizationUid: org,
+          action: 'invitation.accepted',
+          entityUid: invitation.uid,
+          changes: { accepted_by_user_uid: { before: null, after: userUid } },
+        },
+        {
+          organizationUid: org,
+          action: 'member.added',
+          entityUid: userUid,
+          changes: changesBetween(null, {
+            email: invitation.email,
+            role: invitation.role,
+            invitation_uid: invitation.uid,
+            account_created: principal === null,
+          }),
+        },
+      ]);
       return {
         organization_uid: org,
         organization_name: invitation.organizationName,

@@ -1,4 +1,5 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { recordAuditEvent } from '../audit/audit.service.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
@@ -84,8 +85,14 @@ export async function changeMemberRole(
     if (!member) throw notFound('Member');
     if (member.role === role) return member;
     if (role !== 'admin') await keepAnAdmin(tx, org, userUid);
-    // audit: member.role_changed {organization_uid, user_uid, from: member.role, to: role, by: ctx.principal.user.uid}
-    return tenancy.updateMembershipRole(tx, org, userUid, role);
+    const changed = await tenancy.updateMembershipRole(tx, org, userUid, role);
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: org,
+      action: 'member.role_changed',
+      entityUid: userUid,
+      changes: { role: { before: member.role, after: role } },
+    });
+    return changed;
   });
   if (!row) throw notFound('Member');
   const member = await repo.findMember(db, org, userUid);
@@ -119,7 +126,17 @@ export async function removeMember(db: Db, ctx: RequestContext, userUid: string)
     if (!removed) throw notFound('Member');
     const revoked = await revokeUserKeysInOrganization(tx, org, userUid);
     const unassigned = await unassignRemovedMember(tx, org, userUid, userActor(ctx));
-    // audit: member.removed {organization_uid, user_uid, role: member.role, revoked_api_keys: revoked, unassigned_work_tasks: unassigned, by: ctx.principal.user.uid}
+    await recordAuditEvent(tx, ctx, {
+      organizationUid: org,
+      action: 'member.removed',
+      entityUid: userUid,
+      changes: {
+        email: { before: member.email, after: null },
+        role: { before: member.role, after: null },
+        revoked_api_keys: { before: null, after: revoked },
+        unassigned_work_tasks: { before: null, after: unassigned },
+      },
+    });
     return {
       user_uid: userUid,
       email: member.email,
