@@ -288,6 +288,38 @@ export class MembershipCache {
   }
 }
 
+/** What authentication reads of a user's memberships: null when the cached version is still current. */
+export interface MembershipRows {
+  auth_version: number;
+  memberships:
+    | {
+        organization_uid: string;
+        organization_name: string;
+        role: string;
+        is_default: boolean;
+        require_admin_mfa?: boolean;
+      }[]
+    | null;
+}
+
+/**
+ * The memberships of an authentication row: the cached ones when the database says they are still
+ * current (it sent none), else the ones it sent, cached under `hash` (a key's or a session's).
+ */
+export function cachedMemberships(cache: MembershipCache, hash: string, row: MembershipRows): Membership[] {
+  const cached = cache.get(hash);
+  if (row.memberships === null && cached && cached.version === row.auth_version) return cached.memberships;
+  const memberships = (row.memberships ?? []).map((m) => ({
+    organizationUid: m.organization_uid,
+    organizationName: m.organization_name,
+    role: m.role as Role,
+    isDefault: m.is_default,
+    ...(m.require_admin_mfa !== undefined ? { requireAdminMfa: m.require_admin_mfa } : {}),
+  }));
+  cache.set(hash, row.auth_version, memberships);
+  return memberships;
+}
+
 /** Turns a presented key into a principal. A key whose checksum is wrong never reaches the database. */
 export async function authenticate(
   database: Database,
@@ -304,18 +336,7 @@ export async function authenticate(
   }
   if (row.is_revoked) return { ok: false, reason: 'revoked' };
   if (row.is_expired) return { ok: false, reason: 'expired' };
-  let memberships: Membership[];
-  if (row.memberships === null && cached && cached.version === row.auth_version) {
-    memberships = cached.memberships;
-  } else {
-    memberships = (row.memberships ?? []).map((m) => ({
-      organizationUid: m.organization_uid,
-      organizationName: m.organization_name,
-      role: m.role as Role,
-      isDefault: m.is_default,
-    }));
-    cache.set(hash, row.auth_version, memberships);
-  }
+  const memberships = cachedMemberships(cache, hash, row);
   // A key is its user's membership of the organization it was made in. Removing the member revokes
   // their keys there; should one ever be missed, the key still dies with the membership.
   if (!memberships.some((m) => m.organizationUid === row.key_organization_uid)) {

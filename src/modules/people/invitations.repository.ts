@@ -1,4 +1,5 @@
 import { and, count, desc, eq, getTableColumns, isNull, sql, type SQL } from 'drizzle-orm';
+import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { organizations, users } from '../tenancy/tenancy.tables.ts';
 import { invitations, type InvitationStatus } from './invitations.tables.ts';
@@ -102,19 +103,7 @@ export async function renewInvitation(
   uid: string,
   values: { tokenHash: string; expiresAt: Date },
 ): Promise<InvitationWithStatus | undefined> {
-  const [row] = await db
-    .update(invitations)
-    .set({ ...values, lastSentAt: sql`now()`, updatedAt: sql`now()` })
-    .where(
-      and(
-        eq(invitations.organizationUid, organizationUid),
-        eq(invitations.uid, uid),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-      ),
-    )
-    .returning(withStatus);
-  return row;
+  return updateOpen(db, organizationUid, uid, { ...values, lastSentAt: sql`now()` });
 }
 
 /** Revokes an open invitation; an already revoked one keeps its first `revoked_at`. */
@@ -123,19 +112,7 @@ export async function revokeInvitation(
   organizationUid: string,
   uid: string,
 ): Promise<InvitationWithStatus | undefined> {
-  const [row] = await db
-    .update(invitations)
-    .set({ revokedAt: sql`now()`, updatedAt: sql`now()` })
-    .where(
-      and(
-        eq(invitations.organizationUid, organizationUid),
-        eq(invitations.uid, uid),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-      ),
-    )
-    .returning(withStatus);
-  return row;
+  return updateOpen(db, organizationUid, uid, { revokedAt: sql`now()` });
 }
 
 /** Marks an open invitation accepted; of two concurrent acceptances only one gets a row back. */
@@ -145,19 +122,7 @@ export async function markAccepted(
   uid: string,
   userUid: string,
 ): Promise<InvitationWithStatus | undefined> {
-  const [row] = await db
-    .update(invitations)
-    .set({ acceptedAt: sql`now()`, acceptedByUserUid: userUid, updatedAt: sql`now()` })
-    .where(
-      and(
-        eq(invitations.organizationUid, organizationUid),
-        eq(invitations.uid, uid),
-        isNull(invitations.acceptedAt),
-        isNull(invitations.revokedAt),
-      ),
-    )
-    .returning(withStatus);
-  return row;
+  return updateOpen(db, organizationUid, uid, { acceptedAt: sql`now()`, acceptedByUserUid: userUid });
 }
 
 export interface PresentedInvitation extends InvitationWithStatus {
@@ -196,4 +161,26 @@ export async function findByTokenHash(
 /** The password of a user created by accepting an invitation (the people module's own table). */
 export async function insertPassword(db: DbOrTx, userUid: string, passwordHash: string): Promise<void> {
   await db.insert(userCredentials).values({ userUid, passwordHash, passwordChangedAt: sql`now()` });
+}
+
+/** Sets `values` on the invitation if it is still open (neither accepted nor revoked). */
+async function updateOpen(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: PgUpdateSetSource<typeof invitations>,
+): Promise<InvitationWithStatus | undefined> {
+  const [row] = await db
+    .update(invitations)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(invitations.organizationUid, organizationUid),
+        eq(invitations.uid, uid),
+        isNull(invitations.acceptedAt),
+        isNull(invitations.revokedAt),
+      ),
+    )
+    .returning(withStatus);
+  return row;
 }

@@ -132,7 +132,11 @@ export interface SignInUser {
   totpLastStep: number | null;
 }
 
-export async function findSignInUserByEmail(db: DbOrTx, email: string): Promise<SignInUser | undefined> {
+/** A user and their sign-in credentials, by email or by uid. */
+export async function findSignInUser(
+  db: DbOrTx,
+  by: { email: string } | { uid: string },
+): Promise<SignInUser | undefined> {
   const [row] = await db
     .select({
       uid: users.uid,
@@ -145,24 +149,7 @@ export async function findSignInUserByEmail(db: DbOrTx, email: string): Promise<
     })
     .from(users)
     .leftJoin(userCredentials, eq(userCredentials.userUid, users.uid))
-    .where(eq(users.email, email));
-  return row;
-}
-
-export async function findSignInUser(db: DbOrTx, userUid: string): Promise<SignInUser | undefined> {
-  const [row] = await db
-    .select({
-      uid: users.uid,
-      email: users.email,
-      fullName: users.fullName,
-      passwordHash: userCredentials.passwordHash,
-      totpSecret: userCredentials.totpSecret,
-      totpEnabledAt: userCredentials.totpEnabledAt,
-      totpLastStep: userCredentials.totpLastStep,
-    })
-    .from(users)
-    .leftJoin(userCredentials, eq(userCredentials.userUid, users.uid))
-    .where(eq(users.uid, userUid));
+    .where('email' in by ? eq(users.email, by.email) : eq(users.uid, by.uid));
   return row;
 }
 

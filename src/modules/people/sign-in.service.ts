@@ -3,13 +3,17 @@ import * as OTPAuth from 'otpauth';
 import type { Config } from '../../config.ts';
 import type { Database, Db } from '../../platform/db/client.ts';
 import { asService } from '../../platform/db/session-role.ts';
+import { TouchRecorder } from '../../platform/db/touch-recorder.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
-import type { Membership, Principal } from '../../platform/http/context.ts';
+import type { Principal } from '../../platform/http/context.ts';
 import { resolveMembership } from '../../platform/http/context.ts';
-import type { Role } from '../../platform/http/scopes.ts';
 import type { MailTransports } from '../../platform/mail/mailer.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
-import { MembershipCache, type AuthenticationResult } from '../api-keys/api-keys.service.ts';
+import {
+  cachedMemberships,
+  type AuthenticationResult,
+  type MembershipCache,
+} from '../api-keys/api-keys.service.ts';
 import { normalizeEmail } from '../tenancy/tenancy.service.ts';
 import { hashPassword, needsRehash, passwordProblem, verifyPassword } from './passwords.ts';
 import * as repo from './sign-in.repository.ts';
@@ -65,19 +69,7 @@ export async function authenticateSession(
   }
   if (row.is_revoked) return { ok: false, reason: 'revoked' };
   if (row.is_expired) return { ok: false, reason: 'expired' };
-  let memberships: Membership[];
-  if (row.memberships === null && cached && cached.version === row.auth_version) {
-    memberships = cached.memberships;
-  } else {
-    memberships = (row.memberships ?? []).map((m) => ({
-      organizationUid: m.organization_uid,
-      organizationName: m.organization_name,
-      role: m.role as Role,
-      isDefault: m.is_default,
-      requireAdminMfa: m.require_admin_mfa,
-    }));
-    cache.set(hash, row.auth_version, memberships);
-  }
+  const memberships = cachedMemberships(cache, hash, row);
   return {
     ok: true,
     principal: {
@@ -102,50 +94,10 @@ export async function authenticateSession(
   };
 }
 
-/**
- * Records sessions' `last_seen_at` (their idle clock) off the request path: a request marks its session,
- * a timer writes the marks in one statement, at most once a minute per session.
- */
-export class SessionActivityRecorder {
-  private readonly pending = new Set<string>();
-  private readonly writtenAt = new Map<string, number>();
-  private readonly timer: NodeJS.Timeout;
-  private flushing: Promise<void> = Promise.resolve();
-
-  constructor(
-    private readonly db: Db,
-    private readonly onError: (error: unknown) => void,
-    flushEveryMs = 1000,
-  ) {
-    this.timer = setInterval(() => void this.flush(), flushEveryMs);
-    this.timer.unref();
-  }
-
-  mark(sessionUid: string, now = Date.now()): void {
-    const last = this.writtenAt.get(sessionUid);
-    if (last !== undefined && now - last < 60_000) return;
-    this.writtenAt.set(sessionUid, now);
-    this.pending.add(sessionUid);
-  }
-
-  flush(): Promise<void> {
-    this.flushing = this.flushing.then(async () => {
-      if (this.pending.size === 0) return;
-      const uids = [...this.pending];
-      this.pending.clear();
-      try {
-        await asService(() => repo.touchSessions(this.db, uids));
-      } catch (error) {
-        this.onError(error);
-      }
-      if (this.writtenAt.size > 100_000) this.writtenAt.clear();
-    });
-    return this.flushing;
-  }
-
-  async close(): Promise<void> {
-    clearInterval(this.timer);
-    await this.flush();
+/** Sessions' `last_seen_at` (their idle clock), written off the request path at most once a minute each. */
+export class SessionActivityRecorder extends TouchRecorder {
+  constructor(db: Db, onError: (error: unknown) => void, flushEveryMs = 1000) {
+    super((uids) => asService(() => repo.touchSessions(db, uids)), onError, flushEveryMs);
   }
 }
 
@@ -167,7 +119,7 @@ export async function openSession(
 ): Promise<NewSession> {
   const token = newToken();
   return asService(async () => {
-    const user = await repo.findSignInUser(deps.database.db, userUid);
+    const user = await repo.findSignInUser(deps.database.db, { uid: userUid });
     if (!user) throw notFound('User');
     const session = await repo.insertSession(deps.database.db, {
       userUid,
@@ -216,7 +168,7 @@ export async function signInWithPassword(
   const email = normalizeEmail(input.email);
   const buckets = [accountBucket(email), addressBucket(client.ip)];
   await assertNotThrottled(db, buckets);
-  const user = await asService(() => repo.findSignInUserByEmail(db, email));
+  const user = await asService(() => repo.findSignInUser(db, { email }));
   // Verified against a dummy hash when there is no user or no password: the same time either way.
   if (!(await verifyPassword(user?.passwordHash, input.password)) || !user) {
     await recordFailure(db, buckets);
@@ -306,7 +258,7 @@ export async function changePassword(
   client: ClientInfo,
 ): Promise<NewSession | null> {
   const db = deps.database.db;
-  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  const user = await asService(() => repo.findSignInUser(db, { uid: principal.user.uid }));
   const buckets = [accountBucket(principal.user.email), addressBucket(client.ip)];
   await assertNotThrottled(db, buckets);
   if (!(await verifyPassword(user?.passwordHash, input.currentPassword))) {
@@ -337,7 +289,7 @@ async function emailLink(
   await assertNotThrottled(db, buckets);
   // Counted whether or not the address has an account, so the throttle tells nothing either.
   await recordFailure(db, buckets);
-  const user = await asService(() => repo.findSignInUserByEmail(db, email));
+  const user = await asService(() => repo.findSignInUser(db, { email }));
   if (!user) return;
   const token = newToken();
   const ttlS =
@@ -399,7 +351,7 @@ export async function resetPassword(deps: SignInDeps, token: string, password: s
     db.transaction(async (tx) => {
       const used = await repo.consumeToken(tx, 'password_reset', hashToken(token));
       if ('refused' in used) throw linkRefused(used.refused, 'password reset');
-      const user = await repo.findSignInUser(tx, used.userUid);
+      const user = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!user) throw linkRefused('unknown', 'password reset');
       const problem = passwordProblem(password, user.email);
       if (problem) throw validationFailed('password', `The password ${problem}`);
@@ -422,7 +374,7 @@ export async function signInWithLink(
     db.transaction(async (tx) => {
       const used = await repo.consumeToken(tx, 'sign_in_link', hashToken(token));
       if ('refused' in used) throw linkRefused(used.refused, 'sign-in');
-      const found = await repo.findSignInUser(tx, used.userUid);
+      const found = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!found) throw linkRefused('unknown', 'sign-in');
       await checkSecondFactor(deps, found, totpCode);
       return found;
@@ -473,7 +425,7 @@ function requireSession(principal: Principal): void {
 /** Starts setting up TOTP: a new secret, stored sealed and not yet required, and its otpauth:// URI. */
 export async function setupTotp(deps: SignInDeps, principal: Principal) {
   requireSession(principal);
-  const user = await asService(() => repo.findSignInUser(deps.database.db, principal.user.uid));
+  const user = await asService(() => repo.findSignInUser(deps.database.db, { uid: principal.user.uid }));
   if (!user) throw notFound('User');
   if (user.totpEnabledAt) throw new AppError('conflict', 'A second factor is already on; turn it off first');
   const secret = new OTPAuth.Secret({ size: 20 }).base32;
@@ -491,7 +443,7 @@ export async function setupTotp(deps: SignInDeps, principal: Principal) {
 export async function enableTotp(deps: SignInDeps, principal: Principal, code: string) {
   requireSession(principal);
   const db = deps.database.db;
-  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  const user = await asService(() => repo.findSignInUser(db, { uid: principal.user.uid }));
   if (!user?.totpSecret) throw new AppError('invalid_state', 'Set up TOTP first (POST /api/auth/totp/setup)');
   if (user.totpEnabledAt) throw new AppError('conflict', 'A second factor is already on');
   const step = totpStep(deps, user, code);
@@ -509,7 +461,7 @@ export async function disableTotp(
 ) {
   requireSession(principal);
   const db = deps.database.db;
-  const user = await asService(() => repo.findSignInUser(db, principal.user.uid));
+  const user = await asService(() => repo.findSignInUser(db, { uid: principal.user.uid }));
   if (!user?.totpEnabledAt) throw new AppError('invalid_state', 'No second factor is on');
   let proven = false;
   if (proof.code) {
