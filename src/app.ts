@@ -266,9 +266,17 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer rk_live_…' },
+          sessionCookie: {
+            type: 'apiKey',
+            in: 'cookie',
+            // `__Host-remit_session` over HTTPS (docs/people.md#the-cookie).
+            name: 'remit_session',
+            description:
+              'A person signed in with POST /api/auth/sign-in; unsafe methods also send X-CSRF-Token (docs/people.md)',
+          },
         },
       },
-      security: [{ bearerAuth: [] }],
+      security: [{ bearerAuth: [] }, { sessionCookie: [] }],
     },
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,

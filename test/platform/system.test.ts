@@ -54,6 +54,8 @@ describe('GET /api/openapi.json', () => {
     const doc = res.body;
     expect(doc.openapi).toBe('3.1.0');
     expect(doc.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(doc.components.securitySchemes.sessionCookie).toMatchObject({ type: 'apiKey', in: 'cookie' });
+    expect(doc.security).toEqual([{ bearerAuth: [] }, { sessionCookie: [] }]);
     expect(doc.components.schemas.ErrorBody.properties).toHaveProperty('code');
     const routes = t.app.printRoutes({ commonPrefix: false });
     const documented = new Set<string>();

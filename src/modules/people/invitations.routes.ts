@@ -109,7 +109,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
 
   // No key needed: the token is the credential. A key (or later a session) that comes along names the
   // caller, which is how an existing user accepts. Counted per client address without one.
-  const optional: { [scheme: string]: string[] }[] = [{}, { bearerAuth: [] }];
+  const optional: { [scheme: string]: string[] }[] = [{}, { bearerAuth: [] }, { sessionCookie: [] }];
 
   app.get(
     '/api/invitations/:token',
