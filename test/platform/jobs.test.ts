@@ -88,6 +88,36 @@ describe('jobs', () => {
     }
   });
 
+  it('a start that finds its queues and schedules as declared writes nothing; a change is written', async () => {
+    await t.deps.jobs.define('test.steady', undefined, { expireInSeconds: 30 });
+    await t.deps.jobs.schedule('test.steady', '5 * * * *');
+    const stamps = async () => ({
+      queue: (
+        await rawQuery<{ at: string }>(
+          t.db,
+          `select updated_on::text as at from pgboss.queue where name = 'test.steady'`,
+        )
+      )[0]!.at,
+      schedule: (
+        await rawQuery<{ at: string; cron: string }>(
+          t.db,
+          `select updated_on::text as at, cron from pgboss.schedule where name = 'test.steady'`,
+        )
+      )[0]!,
+    });
+    const before = await stamps();
+    const restarted = await Jobs.start(t.database, { supervise: false });
+    try {
+      await restarted.define('test.steady', undefined, { expireInSeconds: 30 });
+      await restarted.schedule('test.steady', '5 * * * *');
+      expect(await stamps()).toEqual(before);
+      await restarted.schedule('test.steady', '10 * * * *');
+      expect((await stamps()).schedule.cron).toBe('10 * * * *');
+    } finally {
+      await restarted.stop();
+    }
+  });
+
   it('refuses a queue that was never defined', async () => {
     await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
       /never defined/,

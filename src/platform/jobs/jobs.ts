@@ -70,6 +70,9 @@ function transactionExecutor(tx: DbOrTx): SqlExecutor {
  */
 export class Jobs {
   private readonly queues = new Set<string>();
+  /** Queues and schedules as the database had them when this process started. */
+  private readonly declaredQueues = new Map<string, { expireInSeconds: number | null }>();
+  private readonly declaredSchedules = new Map<string, string>();
   private readonly handlers = new Map<string, JobHandler<never>>();
   private working = false;
 
@@ -100,6 +103,19 @@ export class Jobs {
     boss.on('error', (error) => options.onError?.(error));
     await boss.start();
     const jobs = new Jobs(boss, options.metrics ?? NO_METRICS);
+    // What earlier starts declared, read once: a start that finds everything as it should be writes
+    // nothing (each declaration was a statement or two, one after another, under the schema lock).
+    for (const queue of (await boss.getQueues()) as { name: string; expireInSeconds: number | null }[]) {
+      jobs.declaredQueues.set(queue.name, { expireInSeconds: queue.expireInSeconds });
+    }
+    for (const row of (await boss.getSchedules()) as {
+      name: string;
+      cron: string;
+      timezone: string;
+      data: unknown;
+    }[]) {
+      jobs.declaredSchedules.set(row.name, JSON.stringify([row.cron, row.timezone, row.data ?? {}]));
+    }
     jobs.pollIntervalSeconds = options.pollIntervalSeconds ?? 2;
     return jobs;
   }
@@ -117,8 +133,11 @@ export class Jobs {
     options?: QueueOptions,
   ): Promise<void> {
     if (!this.queues.has(name)) {
-      await this.boss.createQueue(name);
-      if (options) await this.boss.updateQueue(name, { name, ...options });
+      const declared = this.declaredQueues.get(name);
+      if (!declared) await this.boss.createQueue(name);
+      const changed =
+        options?.expireInSeconds !== undefined && declared?.expireInSeconds !== options.expireInSeconds;
+      if (options && (!declared || changed)) await this.boss.updateQueue(name, { name, ...options });
       this.queues.add(name);
     }
     if (handler) {
@@ -196,7 +215,9 @@ export class Jobs {
   }
 
   async schedule(name: string, cron: string, data: object = {}): Promise<void> {
+    if (this.declaredSchedules.get(name) === JSON.stringify([cron, 'UTC', data])) return;
     await this.boss.schedule(name, cron, data, { tz: 'UTC' });
+    this.declaredSchedules.set(name, JSON.stringify([cron, 'UTC', data]));
   }
 
   /** After the request's writes commit: the queue's own connection must not wait on that transaction. */
