@@ -21,6 +21,8 @@ function newest(dir) {
 const built = fs.existsSync(stamp) ? fs.statSync(stamp).mtimeMs : 0;
 const sources = Math.max(
   newest(path.join(root, 'src')),
+  // The build's embedded-database template is made from the migrations.
+  newest(path.join(root, 'migrations')),
   ...['package.json', 'scripts/build.mjs'].map((f) => fs.statSync(path.join(root, f)).mtimeMs),
 );
 if (built < sources) {

@@ -2,7 +2,10 @@
 // file per entry point plus shared chunks. A bundle starts faster than tsc's one file per module: Node 20
 // has no compile cache, and resolving and reading Fastify's, Ajv's and our ≈ 150 files was a third of a
 // start (docs/performance.md#start-and-footprint). Type checking is `npm run typecheck`, not the build.
+import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
@@ -72,8 +75,70 @@ export async function bundle(outdir = path.join(root, 'dist')) {
     logLevel: 'warning',
     metafile: true,
   });
+  await writePgliteTemplate(outdir);
   fs.writeFileSync(path.join(outdir, '.build-stamp'), new Date().toISOString());
   return result;
+}
+
+/** As `migrationsFingerprint` in src/platform/db/pglite-template.ts: every migration's tag and file. */
+function migrationsFingerprint() {
+  const dir = path.join(root, 'migrations');
+  const journal = JSON.parse(fs.readFileSync(path.join(dir, 'meta/_journal.json'), 'utf8'));
+  const hash = crypto.createHash('sha256');
+  for (const { tag } of [...journal.entries].sort((a, b) => a.idx - b.idx)) {
+    hash
+      .update(`${tag}\0`)
+      .update(fs.readFileSync(path.join(dir, `${tag}.sql`)))
+      .update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/**
+ * The migrated, empty embedded database a fresh DATA_DIR starts from (src/platform/db/pglite-template.ts):
+ * made by the bundle's own `remit migrate` on a throwaway DATA_DIR, whose database files are kept.
+ */
+async function writePgliteTemplate(outdir) {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-template-'));
+  try {
+    const env = { ...process.env, DATA_DIR: dataDir, LOG_LEVEL: 'info', PORT: '0', RUN_WORKERS: 'false' };
+    for (const name of ['DATABASE_URL', 'REDIS_URL', 'SECRET_KEY', 'SECRET_KEY_PREVIOUS', 'METRICS_PORT']) {
+      delete env[name];
+    }
+    await firstStart(path.join(outdir, 'server.js'), env);
+    // The files themselves (src/platform/db/pglite-template.ts copies them into a fresh DATA_DIR).
+    fs.cpSync(path.join(dataDir, 'pglite'), path.join(outdir, 'pglite-template'), { recursive: true });
+    fs.writeFileSync(
+      path.join(outdir, 'pglite-template.json'),
+      `${JSON.stringify({ migrations: migrationsFingerprint() })}\n`,
+    );
+  } finally {
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Runs the bundled server's first start on the throwaway DATA_DIR — migrations, pg-boss's schema, the
+ * queues and schedules, exactly what a real first start writes — and stops it once it serves.
+ */
+function firstStart(server, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [server], { cwd: root, env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    const timer = setTimeout(() => child.kill('SIGKILL'), 120_000);
+    const read = (chunk) => {
+      output += chunk;
+      if (output.includes('"msg":"Remit is serving"')) child.kill('SIGTERM');
+    };
+    child.stdout.on('data', read);
+    child.stderr.on('data', read);
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0 && output.includes('"msg":"Remit is serving"')) resolve();
+      else reject(new Error(`the first start for the PGlite template failed (exit ${code}):\n${output}`));
+    });
+  });
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { copyPgliteTemplate, isFreshPgliteDir } from './db/pglite-template.ts';
 import type { Config } from '../config.ts';
 import { openDatabase, type Database } from './db/client.ts';
 import { acquireDataDirLock, type DataDirLock } from './db/lock.ts';
@@ -18,9 +19,12 @@ export async function openMigratedDatabase(config: Config, command: string): Pro
   let lock: DataDirLock | undefined;
   if (!config.databaseUrl) lock = acquireDataDirLock(config.dataDir, command);
   try {
+    const pgliteDir = config.databaseUrl ? undefined : path.join(config.dataDir, 'pglite');
+    // A fresh embedded database starts from the build's migrated template, when it has one.
+    if (pgliteDir && isFreshPgliteDir(pgliteDir)) copyPgliteTemplate(import.meta.url, pgliteDir);
     const database = await openDatabase({
       databaseUrl: config.databaseUrl,
-      dataDir: config.databaseUrl ? undefined : path.join(config.dataDir, 'pglite'),
+      dataDir: pgliteDir,
       statementTimeoutMs: config.statementTimeoutMs,
       poolSize: config.databasePoolSize,
       pgliteSharedBuffersMb: config.pgliteSharedBuffersMb,

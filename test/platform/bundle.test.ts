@@ -12,9 +12,9 @@ import { engine } from '../helpers/test-database.ts';
 /**
  * What `npm start` runs is the esbuild bundle (scripts/build.mjs), while every other test runs the
  * source: this one bundles into a folder of its own and runs it as `npm start` would, on the embedded
- * database, through the paths a bundle can break — migrations found from dist/, the CLI, Swagger UI's
- * files (an external package), a document read in the extraction thread (its own entry point), and
- * source maps that lead back to src/.
+ * database, through the paths a bundle can break — migrations found from dist/, the fresh data
+ * directory copied from the build's template, the CLI, Swagger UI's files (an external package), a
+ * document read in the extraction thread (its own entry point), and source maps that lead back to src/.
  */
 describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
   let out: string;
@@ -29,7 +29,7 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
       bundle(outdir: string): Promise<unknown>;
     };
     await bundle(out);
-  }, 60_000);
+  }, 120_000);
   afterAll(() => {
     server?.child.kill('SIGKILL');
     fs.rmSync(out, { recursive: true, force: true });
@@ -47,6 +47,14 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
       api_key: string;
       organization_uid: string;
     };
+
+    // The fresh DATA_DIR was copied from the build's template, made by a real first start: the job
+    // queue's schema and its queues are there before any server ran on it (a CLI alone never makes them).
+    const { PGlite } = await import('@electric-sql/pglite');
+    const lite = await PGlite.create({ dataDir: path.join(dataDir, 'pglite') });
+    const queues = await lite.query<{ n: number }>('select count(*)::int as n from pgboss.queue');
+    await lite.close();
+    expect(queues.rows[0]!.n).toBeGreaterThan(5);
 
     server = await startServer({ DATA_DIR: dataDir }, ['--enable-source-maps', path.join(out, 'server.js')]);
     const api = async (method: string, url: string, body?: unknown) => {
