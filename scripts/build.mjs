@@ -3,11 +3,10 @@
 // has no compile cache, and resolving and reading Fastify's, Ajv's and our ≈ 150 files was a third of a
 // start (docs/performance.md#start-and-footprint). Type checking is `npm run typecheck`, not the build.
 import { spawn } from 'node:child_process';
-import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -52,6 +51,9 @@ export async function bundle(outdir = path.join(root, 'dist')) {
       // text-extraction.ts starts its thread pool on `./extraction-worker.js` beside itself: every
       // chunk is in dist/ itself, so the worker must be there too.
       'extraction-worker': 'src/modules/knowledge/extraction-worker.ts',
+      // For this script: the migrations' fingerprint the template is written with (the same code that
+      // checks it at run time).
+      'pglite-template': 'src/platform/db/pglite-template.ts',
     },
     outdir,
     bundle: true,
@@ -80,20 +82,6 @@ export async function bundle(outdir = path.join(root, 'dist')) {
   return result;
 }
 
-/** As `migrationsFingerprint` in src/platform/db/pglite-template.ts: every migration's tag and file. */
-function migrationsFingerprint() {
-  const dir = path.join(root, 'migrations');
-  const journal = JSON.parse(fs.readFileSync(path.join(dir, 'meta/_journal.json'), 'utf8'));
-  const hash = crypto.createHash('sha256');
-  for (const { tag } of [...journal.entries].sort((a, b) => a.idx - b.idx)) {
-    hash
-      .update(`${tag}\0`)
-      .update(fs.readFileSync(path.join(dir, `${tag}.sql`)))
-      .update('\0');
-  }
-  return hash.digest('hex');
-}
-
 /**
  * The migrated, empty embedded database a fresh DATA_DIR starts from (src/platform/db/pglite-template.ts):
  * made by the bundle's own `remit migrate` on a throwaway DATA_DIR, whose database files are kept.
@@ -110,11 +98,17 @@ async function writePgliteTemplate(outdir) {
     fs.cpSync(path.join(dataDir, 'pglite'), path.join(outdir, 'pglite-template'), { recursive: true });
     fs.writeFileSync(
       path.join(outdir, 'pglite-template.json'),
-      `${JSON.stringify({ migrations: migrationsFingerprint() })}\n`,
+      `${JSON.stringify({ migrations: await fingerprintOf(outdir) })}\n`,
     );
   } finally {
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** The fingerprint as the bundle computes it (src/platform/db/pglite-template.ts). */
+async function fingerprintOf(outdir) {
+  const { migrationsFingerprint } = await import(pathToFileURL(path.join(outdir, 'pglite-template.js')).href);
+  return migrationsFingerprint();
 }
 
 /**

@@ -18,8 +18,7 @@ export const TEMPLATE_FINGERPRINT_FILE = 'pglite-template.json';
 
 /**
  * Every migration's tag and file, in journal order: what the template must have been made from.
- * scripts/build.mjs computes the same when it writes the template (a difference only means the template
- * is not used).
+ * scripts/build.mjs writes the template's with this same function (the bundle's `pglite-template.js`).
  */
 export function migrationsFingerprint(dir = MIGRATIONS_DIR): string {
   const journal = JSON.parse(fs.readFileSync(path.join(dir, 'meta/_journal.json'), 'utf8')) as {
