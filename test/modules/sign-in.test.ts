@@ -399,6 +399,22 @@ describe('TOTP second factor', () => {
     });
     expectErrorBody(replayed, 401, 'invalid_credentials');
 
+    // An emailed sign-in link needs the code too, and uses the link only when the code is right.
+    await call(t.app, 'POST', '/api/auth/sign-in-link', { body: { email } });
+    const link = emailedToken(t, email, '/sign-in-link');
+    const linkWithout = await call(t.app, 'POST', '/api/auth/sign-in-link/confirm', {
+      body: { token: link },
+    });
+    expectErrorBody(linkWithout, 401, 'second_factor_missing');
+    // (The codes of this 30 s window and the next were used above: the last accepted step is forgotten.)
+    await t.db.execute(
+      sql`update user_credentials set totp_last_step = null where user_uid = ${p.orgA.admin.userUid}`,
+    );
+    const linkWith = await call(t.app, 'POST', '/api/auth/sign-in-link/confirm', {
+      body: { token: link, totp_code: totpCode(secret, 1) },
+    });
+    expect(linkWith.status, linkWith.raw).toBe(200);
+
     // Off again with the password (a lost phone), so the next test starts clean.
     const signedIn = browserFrom(t, withCode);
     expect(

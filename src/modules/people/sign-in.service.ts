@@ -1,7 +1,7 @@
 import crypto from 'node:crypto';
 import * as OTPAuth from 'otpauth';
 import type { Config } from '../../config.ts';
-import type { Database, Db } from '../../platform/db/client.ts';
+import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { asService } from '../../platform/db/session-role.ts';
 import { TouchRecorder } from '../../platform/db/touch-recorder.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
@@ -137,15 +137,19 @@ export async function openSession(
  * The second factor, when the user has one: a current six-digit code, accepted once. Missing → 401
  * `second_factor_required` (the password was right: the client asks for the code and sends both again).
  */
-async function checkSecondFactor(deps: SignInDeps, user: repo.SignInUser, code: string | undefined) {
+async function checkSecondFactor(
+  db: DbOrTx,
+  deps: SignInDeps,
+  user: repo.SignInUser,
+  code: string | undefined,
+) {
   if (!user.totpEnabledAt || !user.totpSecret) return;
   if (!code) {
     throw new AppError('second_factor_missing', 'Enter the six-digit code from your authenticator app', [
       { field: 'totp_code', message: 'required for this account' },
     ]);
   }
-  const step = totpStep(deps, user, code);
-  if (step === null || !(await asService(() => repo.claimTotpStep(deps.database.db, user.uid, step)))) {
+  if (!(await acceptTotpCode(db, deps, user, code))) {
     throw new AppError(
       'invalid_credentials',
       'The code is not right, or was already used; wait for the next one',
@@ -175,7 +179,7 @@ export async function signInWithPassword(
     throw invalidCredentials();
   }
   try {
-    await checkSecondFactor(deps, user, input.totpCode);
+    await checkSecondFactor(db, deps, user, input.totpCode);
   } catch (error) {
     if ((error as AppError).code === 'invalid_credentials') await recordFailure(db, buckets);
     throw error;
@@ -376,7 +380,8 @@ export async function signInWithLink(
       if ('refused' in used) throw linkRefused(used.refused, 'sign-in');
       const found = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!found) throw linkRefused('unknown', 'sign-in');
-      await checkSecondFactor(deps, found, totpCode);
+      // In the link's transaction: on PGlite a statement outside it would wait for it to end.
+      await checkSecondFactor(tx, deps, found, totpCode);
       return found;
     }),
   ).catch(async (error: unknown) => {
@@ -404,13 +409,22 @@ function totpFor(secretBase32: string, email: string) {
   });
 }
 
-/** The time step a code is for (±1 step of drift), or null when it is not a current code. */
-function totpStep(deps: SignInDeps, user: repo.SignInUser, code: string): number | null {
-  if (!/^\d{6}$/.test(code) || !user.totpSecret) return null;
+/**
+ * Whether `code` is a current code of the user's secret (±1 step of drift) for a time step later than
+ * the last one accepted; when it is, that step is taken (a code is good once).
+ */
+async function acceptTotpCode(
+  db: DbOrTx,
+  deps: SignInDeps,
+  user: repo.SignInUser,
+  code: string,
+): Promise<boolean> {
+  if (!/^\d{6}$/.test(code) || !user.totpSecret) return false;
   const secret = deps.secrets.open(user.totpSecret, TOTP_PURPOSE(user.uid));
   const now = Date.now();
   const delta = totpFor(secret, user.email).validate({ token: code, timestamp: now, window: 1 });
-  return delta === null ? null : Math.floor(now / 30_000) + delta;
+  if (delta === null) return false;
+  return asService(() => repo.claimTotpStep(db, user.uid, Math.floor(now / 30_000) + delta));
 }
 
 function requireSession(principal: Principal): void {
@@ -446,8 +460,7 @@ export async function enableTotp(deps: SignInDeps, principal: Principal, code: s
   const user = await asService(() => repo.findSignInUser(db, { uid: principal.user.uid }));
   if (!user?.totpSecret) throw new AppError('invalid_state', 'Set up TOTP first (POST /api/auth/totp/setup)');
   if (user.totpEnabledAt) throw new AppError('conflict', 'A second factor is already on');
-  const step = totpStep(deps, user, code);
-  if (step === null || !(await asService(() => repo.claimTotpStep(db, user.uid, step)))) {
+  if (!(await acceptTotpCode(db, deps, user, code))) {
     throw validationFailed('code', 'The code is not right; enter the current one from your app');
   }
   await asService(() => repo.updateCredentials(db, user.uid, { totpEnabledAt: new Date() }));
@@ -465,8 +478,7 @@ export async function disableTotp(
   if (!user?.totpEnabledAt) throw new AppError('invalid_state', 'No second factor is on');
   let proven = false;
   if (proof.code) {
-    const step = totpStep(deps, user, proof.code);
-    proven = step !== null && (await asService(() => repo.claimTotpStep(db, user.uid, step)));
+    proven = await acceptTotpCode(db, deps, user, proof.code);
   } else if (proof.password) {
     proven = await verifyPassword(user.passwordHash, proof.password);
   }
