@@ -3,7 +3,6 @@ import type { PgUpdateSetSource } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { organizations, users } from '../tenancy/tenancy.tables.ts';
 import { invitations, type InvitationStatus } from './invitations.tables.ts';
-import { userCredentials } from './sign-in.tables.ts';
 
 export type InvitationRow = typeof invitations.$inferSelect;
 
@@ -159,10 +158,6 @@ export async function findByTokenHash(
 }
 
 /** The password of a user created by accepting an invitation (the people module's own table). */
-export async function insertPassword(db: DbOrTx, userUid: string, passwordHash: string): Promise<void> {
-  await db.insert(userCredentials).values({ userUid, passwordHash, passwordChangedAt: sql`now()` });
-}
-
 /** Sets `values` on the invitation if it is still open (neither accepted nor revoked). */
 async function updateOpen(
   db: DbOrTx,

@@ -1,4 +1,3 @@
-import crypto from 'node:crypto';
 import type { Config } from '../../config.ts';
 import type { Db } from '../../platform/db/client.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
@@ -22,23 +21,13 @@ import type { AcceptInvitationBodyT, CreateInvitationBodyT } from './invitations
 import type { InvitationStatus } from './invitations.tables.ts';
 import { hashPassword, passwordProblem } from './passwords.ts';
 import { sendSystemMail } from './system-mail.ts';
+import { hashSecretToken, newSecretToken } from './secret-tokens.ts';
+import * as signIn from './sign-in.repository.ts';
 
 export interface InvitationDeps {
   db: Db;
   config: Pick<Config, 'publicBaseUrl' | 'mailFrom' | 'people'>;
   mail: MailTransports;
-}
-
-// ---- tokens ----
-
-/** 32 random bytes, base64url (43 characters): the link's secret. Only its SHA-256 is stored. */
-function newToken(): { token: string; tokenHash: string } {
-  const token = crypto.randomBytes(32).toString('base64url');
-  return { token, tokenHash: hashInvitationToken(token) };
-}
-
-export function hashInvitationToken(token: string): string {
-  return crypto.createHash('sha256').update(token).digest('hex');
 }
 
 // ---- views ----
@@ -117,7 +106,7 @@ export async function createInvitation(
   requireAdmin(ctx);
   const email = normalizedEmail(body.email);
   const org = ctx.organizationUid;
-  const { token, tokenHash } = newToken();
+  const { token, tokenHash } = newSecretToken();
   const row = await deps.db.transaction(async (tx) => {
     const user = await tenancy.findUserByEmail(tx, email);
     if (user && (await tenancy.findMembership(tx, org, user.uid))) {
@@ -169,7 +158,7 @@ export async function resendInvitation(
 ): Promise<InvitationView> {
   requireAdmin(ctx);
   const org = ctx.organizationUid;
-  const { token, tokenHash } = newToken();
+  const { token, tokenHash } = newSecretToken();
   const row = await deps.db.transaction(async (tx) => {
     const invitation = await repo.findInvitation(tx, org, uid, { forUpdate: true });
     if (!invitation) throw notFound('Invitation');
@@ -273,7 +262,7 @@ function assertUsable(
  * matched by a unique index, is what entitles it.
  */
 async function findPresented(db: Db, token: string) {
-  const tokenHash = hashInvitationToken(token);
+  const tokenHash = hashSecretToken(token);
   return asService(async () => await repo.findByTokenHash(db, tokenHash));
 }
 
@@ -359,7 +348,7 @@ export async function acceptInvitation(
     // Hashed before the transaction: argon2 takes tens of milliseconds, the row lock should not.
     newUser = { fullName, passwordHash: await hashPassword(body.password) };
   }
-  const tokenHash = hashInvitationToken(body.token);
+  const tokenHash = hashSecretToken(body.token);
   // As the service: the membership, user and credentials written here are outside the caller's
   // organizations (an anonymous caller has none); the token is the authority, checked again under lock.
   return asService(() =>
@@ -378,7 +367,10 @@ export async function acceptInvitation(
         const user = await tenancy.createUser(tx, invitation.email, newUser!.fullName).catch((error) => {
           throw isUniqueViolation(error, 'users_email_key') ? signInFirst() : error;
         });
-        await repo.insertPassword(tx, user.uid, newUser!.passwordHash);
+        await signIn.updateCredentials(tx, user.uid, {
+          passwordHash: newUser!.passwordHash,
+          passwordChangedAt: new Date(),
+        });
         userUid = user.uid;
       }
       await tenancy.joinOrganization(tx, org, userUid, invitation.role);

@@ -134,10 +134,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
           'This request is authenticated with an API key, not a sign-in session',
         );
       }
-      const sessions = await service.listSessions(signIn, principal);
-      const current = sessions.find((s) => s.current);
-      if (!current)
-        throw new AppError('unauthorized', 'Your session has ended or was signed out; sign in again.');
+      const current = await service.currentSession(signIn, principal);
       reply.header('Cache-Control', NO_STORE);
       return envelope(
         {

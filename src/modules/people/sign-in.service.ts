@@ -27,6 +27,7 @@ import {
   recordFailure,
 } from './sign-in-throttle.ts';
 import { sendSystemMail } from './system-mail.ts';
+import { hashSecretToken, newSecretToken } from './secret-tokens.ts';
 
 /** What the sign-in use cases need from the app. */
 export interface SignInDeps {
@@ -43,9 +44,6 @@ export interface ClientInfo {
   userAgent: string | undefined;
 }
 
-const hashToken = (token: string) => crypto.createHash('sha256').update(token).digest('hex');
-const newToken = () => crypto.randomBytes(32).toString('base64url');
-
 // One message for every sign-in failure, so no answer says whether an email has an account.
 const invalidCredentials = () => new AppError('invalid_credentials', 'The email or password is not right');
 
@@ -61,7 +59,7 @@ export async function authenticateSession(
 ): Promise<AuthenticationResult> {
   if (token.length < 40 || token.length > 64 || !/^[\w-]+$/.test(token))
     return { ok: false, reason: 'malformed' };
-  const hash = hashToken(token);
+  const hash = hashSecretToken(token);
   const cached = cache.get(hash);
   const row = await repo.findSessionForAuthentication(database, hash, cached?.version ?? -1, idleSeconds);
   if (!row || !crypto.timingSafeEqual(Buffer.from(row.token_hash), Buffer.from(hash))) {
@@ -117,13 +115,13 @@ export async function openSession(
   method: SessionMethod,
   client: ClientInfo,
 ): Promise<NewSession> {
-  const token = newToken();
+  const { token, tokenHash } = newSecretToken();
   return asService(async () => {
     const user = await repo.findSignInUser(deps.database.db, { uid: userUid });
     if (!user) throw notFound('User');
     const session = await repo.insertSession(deps.database.db, {
       userUid,
-      tokenHash: hashToken(token),
+      tokenHash,
       expiresAt: new Date(Date.now() + deps.config.people.sessionMaxAgeS * 1000),
       ipAddress: client.ip,
       userAgent: client.userAgent?.slice(0, 512) ?? null,
@@ -220,6 +218,15 @@ export function sessionView(deps: SignInDeps, row: repo.SessionRow, principal?: 
   };
 }
 
+/** The session the request came with (authentication has just found it open). */
+export async function currentSession(deps: SignInDeps, principal: Principal) {
+  const row = await asService(() =>
+    repo.findSession(deps.database.db, principal.user.uid, principal.credential.uid),
+  );
+  if (!row) throw notFound('Session');
+  return sessionView(deps, row, principal);
+}
+
 /** Revokes one of the caller's own sessions; another user's is 404. */
 export async function revokeOwnSession(deps: SignInDeps, principal: Principal, uid: string) {
   const row = await asService(() => repo.revokeSession(deps.database.db, principal.user.uid, uid));
@@ -295,7 +302,7 @@ async function emailLink(
   await recordFailure(db, buckets);
   const user = await asService(() => repo.findSignInUser(db, { email }));
   if (!user) return;
-  const token = newToken();
+  const { token, tokenHash } = newSecretToken();
   const ttlS =
     kind === 'password_reset' ? deps.config.people.passwordResetTtlS : deps.config.people.signInLinkTtlS;
   await asService(() =>
@@ -304,7 +311,7 @@ async function emailLink(
       await repo.insertToken(tx, {
         userUid: user.uid,
         kind,
-        tokenHash: hashToken(token),
+        tokenHash,
         expiresAt: new Date(Date.now() + ttlS * 1000),
       });
     }),
@@ -353,12 +360,11 @@ export async function resetPassword(deps: SignInDeps, token: string, password: s
   // Checked before the token is used up, so a too-short password does not cost the link.
   const owner = await asService(() =>
     db.transaction(async (tx) => {
-      const used = await repo.consumeToken(tx, 'password_reset', hashToken(token));
+      const used = await repo.consumeToken(tx, 'password_reset', hashSecretToken(token));
       if ('refused' in used) throw linkRefused(used.refused, 'password reset');
       const user = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!user) throw linkRefused('unknown', 'password reset');
-      const problem = passwordProblem(password, user.email);
-      if (problem) throw validationFailed('password', `The password ${problem}`);
+      assertPassword(password, user.email);
       return user;
     }),
   );
@@ -376,7 +382,7 @@ export async function signInWithLink(
   // A user with a second factor needs the code too; the link is used only when everything is right.
   const user = await asService(() =>
     db.transaction(async (tx) => {
-      const used = await repo.consumeToken(tx, 'sign_in_link', hashToken(token));
+      const used = await repo.consumeToken(tx, 'sign_in_link', hashSecretToken(token));
       if ('refused' in used) throw linkRefused(used.refused, 'sign-in');
       const found = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!found) throw linkRefused('unknown', 'sign-in');

@@ -140,9 +140,9 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
     const anonymous = `ip:${request.ip}`;
     if (request.is404) return spend(request, reply, anonymous);
     const header = request.headers.authorization;
-    if (config.optionalAuth && header === undefined && !readSessionCookie(request)) {
-      return spend(request, reply, anonymous);
-    }
+    // Without an Authorization header, a person's browser: the session cookie.
+    const token = !header && options.authenticateSession ? readSessionCookie(request) : undefined;
+    if (config.optionalAuth && header === undefined && !token) return spend(request, reply, anonymous);
     let result: Awaited<ReturnType<Authenticator>> | undefined;
     if (header) {
       const match = BEARER.exec(header);
@@ -152,9 +152,8 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
         throw unauthorized();
       }
     } else {
-      // A person's browser: the session cookie, and for an unsafe method proof that the request comes
-      // from our own pages (docs/people.md#cross-site-requests).
-      const token = options.authenticateSession ? readSessionCookie(request) : undefined;
+      // The session, and for an unsafe method proof that the request comes from our own pages
+      // (docs/people.md#cross-site-requests).
       result = token ? await options.authenticateSession!(token) : undefined;
       if (!result?.ok) {
         await spend(request, reply, anonymous);
