@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -246,6 +246,16 @@ describe('sessions: list, revoke, sign out, expiry', () => {
 });
 
 describe('throttling', () => {
+  // The clock stands still (a fake Date): a block of 1 s is still on when the next attempt comes,
+  // however slow the machine is between them.
+  beforeEach(() => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date());
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
   it('grows the delay past the free attempts: 1 s, 2 s, 4 s … capped', () => {
     let row;
     const now = new Date('2026-01-01T00:00:00Z');
