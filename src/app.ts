@@ -22,6 +22,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
 import { registerIdempotencyJobs } from './platform/http/idempotency.ts';
 import { authenticate, MembershipCache } from './modules/api-keys/api-keys.service.ts';
+import { startKeyAuthCache, type KeyAuthCache } from './modules/api-keys/key-auth-cache.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
@@ -297,8 +298,12 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   const membershipCache = new MembershipCache();
   const sessionMembershipCache = new MembershipCache();
+  const principals = startKeyAuthCache(deps.database.notifications, deps.config.authCacheTtlS);
+  if (principals) app.addHook('onClose', async () => principals.stop());
+  app.decorate('keyAuthCache', principals?.cache ?? null);
   await app.register(authPlugin, {
-    authenticate: (key) => authenticate(deps.database, deps.config.apiKeyPepper, key, membershipCache),
+    authenticate: (key) =>
+      authenticate(deps.database, deps.config.apiKeyPepper, key, membershipCache, principals?.cache),
     authenticateSession: (token) =>
       authenticateSession(deps.database, deps.config.people.sessionIdleS, token, sessionMembershipCache),
     rateLimiter: deps.rateLimiter,
@@ -337,6 +342,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 declare module 'fastify' {
   interface FastifyInstance {
     lastUsed: LastUsedRecorder;
+    /** API keys' principals held after authentication; null when AUTH_CACHE_TTL_S is 0. */
+    keyAuthCache: KeyAuthCache | null;
     diskSpace: DiskSpaceGuard;
     routeList: { method: string; url: string }[];
     compileSchemas(): void;

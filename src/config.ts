@@ -21,6 +21,11 @@ export interface Config {
   redisUrl: string | undefined;
   /** Optional server-side secret mixed into API key hashes (HMAC-SHA-256 instead of SHA-256). */
   apiKeyPepper: string | undefined;
+  /**
+   * Seconds a server keeps an API key's principal after authenticating it (0: never). Every change to
+   * keys, users or memberships forgets all of them at once (docs/performance.md#authentication-cache).
+   */
+  authCacheTtlS: number;
   /** Seals stored credentials (AES-256-GCM); required with DATABASE_URL, generated into DATA_DIR otherwise. */
   secretKey: string | undefined;
   /** Earlier keys, comma-separated: they still open what they sealed until `remit secrets rotate`. */
@@ -384,6 +389,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitWindowS: integer(env, 'RATE_LIMIT_WINDOW_S', 60, 1),
     redisUrl: optional(env, 'REDIS_URL'),
     apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
+    authCacheTtlS: integer(env, 'AUTH_CACHE_TTL_S', 10, 0, 300),
     secretKey: optional(env, 'SECRET_KEY'),
     secretKeysPrevious: (optional(env, 'SECRET_KEY_PREVIOUS') ?? '')
       .split(',')

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { sql } from 'drizzle-orm';
+import pg from 'pg';
 import { generateApiKey } from '../../src/modules/api-keys/api-key-format.ts';
 import { issueApiKey } from '../../src/modules/api-keys/api-keys.service.ts';
 import { LastUsedRecorder } from '../../src/modules/api-keys/last-used-recorder.ts';
@@ -7,6 +8,8 @@ import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service
 import type { App } from '../../src/platform/http/types.ts';
 import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
+import { until } from '../helpers/until.ts';
+import { engine } from '../helpers/test-database.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
 let t: TestApp;
@@ -48,6 +51,10 @@ async function countQueries(fn: () => Promise<unknown>): Promise<string[]> {
     spy.mockRestore();
   }
 }
+
+/** PostgreSQL: the URL of this file's database, for a connection outside the service's pool. */
+const connectionString = () =>
+  (t.database.pool as unknown as { options: { connectionString: string } }).options.connectionString;
 
 const me = (key: string | undefined, headers: Record<string, string> = {}) =>
   call(t.app, 'GET', '/api/me', { key, headers });
@@ -157,13 +164,21 @@ describe('expired keys', () => {
 });
 
 describe('database reads of authentication', () => {
-  it('a key with a wrong checksum never reaches the database; a valid key costs one query', async () => {
+  it('a key with a wrong checksum never reaches the database; a valid key costs one query, then none while held', async () => {
     const { key } = await freshKey('counted');
+    await until(async () => t.app.keyAuthCache!.isLive, 'the authentication cache to listen');
     // First use marks last_used_at; flushing it now keeps that write out of the counted requests.
     expect((await me(key)).status).toBe(200);
     await t.app.lastUsed.flush();
 
-    const valid = await countQueries(async () => expect((await me(key)).status).toBe(200));
+    const held = await countQueries(async () => expect((await me(key)).status).toBe(200));
+    expect(held).toEqual([]);
+    // Anything changed (here: forgotten by hand): the next request reads again, once.
+    t.app.keyAuthCache!.notify();
+    const valid = await countQueries(async () => {
+      expect((await me(key)).status).toBe(200);
+      expect((await me(key)).status).toBe(200);
+    });
     expect(valid).toHaveLength(1);
     expect(valid[0]).toContain('remit_authenticate');
 
@@ -230,6 +245,103 @@ describe('revocation across instances', () => {
     expect(del.status).toBe(200);
     expectErrorBody(await call(other.app, 'GET', '/api/me', { key }), 401, 'unauthorized');
   });
+});
+
+describe('authentication cache (docs/performance.md#authentication-cache)', () => {
+  const fullName = async (key: string) => {
+    const res = await me(key);
+    expect(res.status).toBe(200);
+    return res.body.data.user.full_name as string;
+  };
+  const live = () => until(async () => t.app.keyAuthCache!.isLive, 'the authentication cache to listen');
+
+  it('a change to the user, by any statement, is seen by the very next request', async () => {
+    await live();
+    const { key } = await freshKey('renamed');
+    const before = await fullName(key);
+    await t.db.execute(
+      sql`update users set full_name = 'Renamed By SQL' where uid = ${p.orgA.admin.userUid}`,
+    );
+    expect(await fullName(key)).toBe('Renamed By SQL');
+    await t.db.execute(sql`update users set full_name = ${before} where uid = ${p.orgA.admin.userUid}`);
+    expect(await fullName(key)).toBe(before);
+  });
+
+  it('scopes changed by SQL hold from the next request; last_used_at writes forget nothing', async () => {
+    await live();
+    const org = p.orgA;
+    const { key } = await freshKey('membership');
+    expect((await me(key)).status).toBe(200);
+    // The once-a-minute touch is not a change authentication reads.
+    const heldBefore = t.app.keyAuthCache!.size;
+    await t.db.execute(sql`update api_keys set last_used_at = now() where organization_uid = ${org.uid}`);
+    expect(t.app.keyAuthCache!.size).toBe(heldBefore);
+    await t.db.execute(sql`update api_keys set scopes = array['invoices:read'] where key_hash <> ''
+      and organization_uid = ${org.uid} and name = 'membership'`);
+    const res = await me(key);
+    expect(res.status).toBe(200);
+    expect(res.body.data.api_key.scopes).toEqual(['invoices:read']);
+  });
+
+  it.skipIf(engine !== 'postgres')(
+    'a key revoked by another process is refused once its notification arrives',
+    async () => {
+      // A second server with a TTL far beyond this test: only the notification can make it forget.
+      const long = await secondInstance(t, { config: { ...t.config, authCacheTtlS: 300 } });
+      try {
+        await until(async () => long.app.keyAuthCache!.isLive, 'the second cache to listen');
+        const { uid, key } = await freshKey('revoked by another process');
+        expect((await call(long.app, 'GET', '/api/me', { key })).status).toBe(200);
+        expect(long.app.keyAuthCache!.size).toBeGreaterThan(0);
+        // Another process: its own connection, outside this process's pool.
+        const outside = new pg.Client({ connectionString: connectionString() });
+        await outside.connect();
+        try {
+          await outside.query('update api_keys set revoked_at = now() where uid = $1', [uid]);
+        } finally {
+          await outside.end();
+        }
+        await until(async () => long.app.keyAuthCache!.size === 0, 'the notification');
+        expectErrorBody(await call(long.app, 'GET', '/api/me', { key }), 401, 'unauthorized');
+      } finally {
+        await long.close();
+      }
+    },
+  );
+
+  it.skipIf(engine !== 'postgres')(
+    'while the listening connection is lost nothing is served from the cache, and after it is back it is',
+    async () => {
+      await live();
+      const { key } = await freshKey('listener lost');
+      expect((await me(key)).status).toBe(200);
+      await t.app.lastUsed.flush();
+      expect(await countQueries(() => me(key))).toEqual([]);
+
+      const outside = new pg.Client({ connectionString: connectionString() });
+      await outside.connect();
+      try {
+        await outside.query(
+          `select pg_terminate_backend(pid) from pg_stat_activity
+            where application_name = 'remit notifications' and datname = current_database()`,
+        );
+      } finally {
+        await outside.end();
+      }
+      await until(async () => !t.app.keyAuthCache!.isLive, 'the lost connection to be noticed');
+      // Not listening: every request reads the database (a change now would go unheard).
+      const reads = await countQueries(async () => {
+        expect((await me(key)).status).toBe(200);
+        expect((await me(key)).status).toBe(200);
+      });
+      expect(reads).toHaveLength(2);
+      // It reconnects by itself; then keys are held again.
+      await live();
+      expect((await me(key)).status).toBe(200);
+      await t.app.lastUsed.flush();
+      expect(await countQueries(() => me(key))).toEqual([]);
+    },
+  );
 });
 
 describe('403', () => {

@@ -111,6 +111,7 @@ export interface AuthRow {
   key_organization_uid: string;
   key_hash: string;
   scopes: string[] | null;
+  expires_at: Date | null;
   is_expired: boolean;
   is_revoked: boolean;
   user_uid: string;
@@ -137,7 +138,7 @@ export async function findKeyForAuthentication(
   // A function running as its owner (migration 0011): the key is found before the caller's
   // organizations are known, so this read alone is not confined by row-level security.
   const rows = await withConnectionAsIs(() =>
-    preparedQuery<AuthRow>(database, 'remit_authenticate_v3', 'select * from remit_authenticate($1, $2)', [
+    preparedQuery<AuthRow>(database, 'remit_authenticate_v4', 'select * from remit_authenticate($1, $2)', [
       keyHash,
       knownVersion,
     ]),

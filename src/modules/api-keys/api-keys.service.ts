@@ -12,6 +12,7 @@ import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.s
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
+import type { KeyAuthCache } from './key-auth-cache.ts';
 import { isScope, roleAllows, SCOPES, type Role, type Scope } from '../../platform/http/scopes.ts';
 
 export interface ApiKeyView {
@@ -326,9 +327,13 @@ export async function authenticate(
   pepper: string | undefined,
   key: string,
   cache: MembershipCache = new MembershipCache(),
+  principals?: KeyAuthCache,
 ): Promise<AuthenticationResult> {
   if (!hasValidChecksum(key)) return { ok: false, reason: 'malformed' };
   const hash = hashApiKey(key, pepper);
+  const held = principals?.get(hash);
+  if (held) return { ok: true, principal: held };
+  const readAt = principals?.mark() ?? 0;
   const cached = cache.get(hash);
   const row = await repo.findKeyForAuthentication(database, hash, cached?.version ?? -1);
   if (!row || !crypto.timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) {
@@ -342,19 +347,18 @@ export async function authenticate(
   if (!memberships.some((m) => m.organizationUid === row.key_organization_uid)) {
     return { ok: false, reason: 'not_a_member' };
   }
-  return {
-    ok: true,
-    principal: {
-      credential: { kind: 'api_key', uid: row.key_uid, organizationUid: row.key_organization_uid },
-      scopes: row.scopes,
-      user: {
-        uid: row.user_uid,
-        id: row.user_id,
-        email: row.email,
-        fullName: row.full_name,
-        avatarUrl: row.avatar_url,
-      },
-      memberships,
+  const principal: Principal = {
+    credential: { kind: 'api_key', uid: row.key_uid, organizationUid: row.key_organization_uid },
+    scopes: row.scopes,
+    user: {
+      uid: row.user_uid,
+      id: row.user_id,
+      email: row.email,
+      fullName: row.full_name,
+      avatarUrl: row.avatar_url,
     },
+    memberships,
   };
+  principals?.set(hash, readAt, principal, row.expires_at);
+  return { ok: true, principal };
 }

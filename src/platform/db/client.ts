@@ -10,6 +10,7 @@ import pg from 'pg';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
 import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
 import { tracedPglite } from './pglite-tracing.ts';
+import { pgliteNotifications, postgresNotifications, type Notifications } from './notifications.ts';
 import { tracingActive } from '../observability/tracing.ts';
 
 // No schema object: queries name their tables, so platform/ needs to know no module's tables.
@@ -41,6 +42,8 @@ export interface Database {
   /** PGlite only: a dump of the data directory (test fixtures). */
   pglite?: PGlite;
   pool?: pg.Pool;
+  /** LISTEN/NOTIFY for caches that must forget at once (notifications.ts). */
+  notifications: Notifications;
 }
 
 export interface OpenDatabaseOptions {
@@ -78,6 +81,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     // …nor one that is checked out (pg-pool drops its own listener then): a terminated backend then
     // fails the query in flight, which answers that request, instead of an uncaught 'error' event.
     pool.on('connect', (client) => client.on('error', () => undefined));
+    const notifications = postgresNotifications({ connectionString: options.databaseUrl });
+    pool.channels = notifications;
     const db = scopedDb(drizzleNodePg(pool) as unknown as Db);
     const max = options.poolSize ?? 10;
     return {
@@ -93,7 +98,9 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
         waiting: pool.waitingCount,
         max,
       }),
+      notifications,
       close: async () => {
+        await notifications.close();
         await pool.end();
       },
     };
@@ -125,6 +132,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
     kind: 'pglite',
     db,
     pglite: lite,
+    notifications: pgliteNotifications(raw),
     ping: async () => {
       await lite.query('select 1');
     },

@@ -1,6 +1,7 @@
 import type { PGlite } from '@electric-sql/pglite';
 import pg from 'pg';
 import { currentDbContext, runWithDbContext } from './async-context.ts';
+import { listenOnConnection, type PoolChannels } from './notifications.ts';
 
 /**
  * Who the database sees (docs/security.md#row-level-security). A request runs as `remit_tenant`,
@@ -120,21 +121,27 @@ type ConnectCallback = (
  * keeps its connection, so it runs entirely as the role it began with.
  */
 export class RoleScopedPool extends pg.Pool {
+  /** Channels every connection listens on before it is used (notifications.ts). */
+  channels: PoolChannels | null = null;
+
   override connect(): Promise<pg.PoolClient>;
   override connect(callback: ConnectCallback): void;
   override connect(callback?: ConnectCallback): Promise<pg.PoolClient> | void {
     const wanted = settingsFor(currentRole());
     const ready = super.connect().then((client) => {
       const connection = client as unknown as Settable;
-      // The steady state (the connection already has this role) adds no promise of its own.
-      if (hasSettings(connection, wanted)) return client;
-      return apply(connection, wanted).then(
-        () => client,
-        (error: unknown) => {
-          client.release(error as Error);
-          throw error;
-        },
-      );
+      const listening = this.channels ? listenOnConnection(client, this.channels) : null;
+      // The steady state (the connection already listens and has this role) adds no promise of its own.
+      if (!listening && hasSettings(connection, wanted)) return client;
+      return (listening ?? Promise.resolve())
+        .then(() => apply(connection, wanted))
+        .then(
+          () => client,
+          (error: unknown) => {
+            client.release(error as Error);
+            throw error;
+          },
+        );
     });
     if (!callback) return ready;
     ready.then(
