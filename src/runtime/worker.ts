@@ -4,6 +4,7 @@ import type { AdminCommandHandler } from '../platform/admin-socket.ts';
 import type { Database } from '../platform/db/client.ts';
 import { DataDirLockedError } from '../platform/db/lock.ts';
 import { loggerOptions } from '../platform/logging.ts';
+import { shutdownTracing } from '../platform/observability/tracing.ts';
 import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
 
 /**
@@ -11,7 +12,8 @@ import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
  * (database and migrations, keys, disk-space guard, job queue, object storage), declares the same
  * queues and schedules, and fetches jobs until SIGTERM or SIGINT; then it fetches no more and gives
  * the running ones SHUTDOWN_GRACE_S to finish, as the server does. Logs are the server's JSON lines.
- * On the embedded database it serves `adminCommands` on DATA_DIR/admin.sock, as the server does.
+ * On the embedded database it serves `adminCommands` on DATA_DIR/admin.sock, as the server does. With
+ * OTEL_EXPORTER_OTLP_ENDPOINT set it sends traces of its jobs (cli-main.ts installs the hooks first).
  * Never returns: a signal ends the process, and a failed start throws.
  */
 export async function runWorker(
@@ -42,7 +44,16 @@ export async function runWorker(
     log.info({ signal }, 'worker stopping: no new jobs, finishing running ones');
     await deps.jobs.stop(config.shutdownGraceS * 1000);
     await runtime.close();
+    await shutdownTracing(); // sends the spans still buffered
   });
+  if (config.tracing) {
+    log.info(
+      // The receiver's origin only: a URL may carry credentials.
+      { receiver: new URL(config.tracing.url).origin, service: config.tracing.serviceName },
+      'tracing: spans sent over OTLP/HTTP',
+    );
+    if (config.tracing.protocolNote) log.warn(config.tracing.protocolNote);
+  }
   log.info(
     {
       engine: deps.database.kind,

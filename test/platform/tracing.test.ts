@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it, vi } from 'vitest';
 import { FakeSlack } from '../helpers/fake-slack.ts';
 import { OtlpReceiver, type ReceivedSpan } from '../helpers/otlp-receiver.ts';
 import { runCli } from '../helpers/cli.ts';
-import { startServer, type ServerProcess } from '../helpers/processes.ts';
+import { startServer, startWorker, type ServerProcess } from '../helpers/processes.ts';
 import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helpers/test-database.ts';
 
 /**
@@ -165,5 +165,75 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     expect(
       spans.some((s) => String(s.attributes['url.full'] ?? s.attributes['http.url']).includes('/v1/traces')),
     ).toBe(false);
+  });
+
+  // A worker beside a server needs PostgreSQL (the embedded database has one process).
+  it.skipIf(engine !== 'postgres')('a `remit worker` process traces the jobs it works', async () => {
+    const receiver = await new OtlpReceiver().start();
+    cleanups.push(() => receiver.close());
+    const name = `remit_trace_${crypto.randomBytes(5).toString('hex')}`;
+    await adminQuery(`create database ${name}`);
+    cleanups.push(() => adminQuery(`drop database if exists ${name} with (force)`));
+    const env = { DATABASE_URL: withDatabaseName(testDatabaseUrl!, name) };
+    const init = await runCli(['init', '--org', 'Acme', '--email', 'admin@acme.test', '--json'], env);
+    expect(init.code, init.stderr).toBe(0);
+    const { api_key: key } = JSON.parse(init.stdout) as Record<string, string>;
+
+    // The API enqueues and traces nothing; the worker works the job and traces it.
+    const server = await startServer({ ...env, RUN_WORKERS: 'false' });
+    cleanups.push(() => void server.child.kill('SIGKILL'));
+    const worker = await startWorker({
+      ...env,
+      OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'remit-worker-under-test',
+      OTEL_BSP_SCHEDULE_DELAY: '600000',
+    });
+    cleanups.push(() => void worker.child.kill('SIGKILL'));
+    expect(worker.output()).toContain('tracing: spans sent over OTLP/HTTP');
+
+    const auth = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const created = await fetch(`${server.url}/api/agents`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ name: 'Traced by the worker' }),
+    });
+    expect(created.status, await created.clone().text()).toBe(201);
+    const agentUid = ((await created.json()) as { data: { uid: string } }).data.uid;
+    const started = await fetch(`${server.url}/api/agents/${agentUid}/runs`, {
+      method: 'POST',
+      headers: auth,
+      body: JSON.stringify({ sandbox: true }),
+    });
+    expect(started.status).toBe(202);
+    const runUid = ((await started.json()) as { data: { id: string } }).data.id;
+    await vi.waitFor(
+      async () => {
+        const run = await fetch(`${server.url}/api/agent-runs/${runUid}`, { headers: auth });
+        const status = ((await run.json()) as { data: { attributes: { status: string } } }).data.attributes
+          .status;
+        if (status === 'pending' || status === 'running') throw new Error(`run ${status}`);
+      },
+      { timeout: 60_000, interval: 200 },
+    );
+
+    expect(receiver.posts, 'nothing sent before the shutdown').toEqual([]);
+    worker.child.kill('SIGTERM');
+    expect(await worker.exited, worker.output()).toBe(0);
+
+    const spans = receiver.spans();
+    expect(spans.length).toBeGreaterThan(0);
+    expect(spans.every((s) => s.resource['service.name'] === 'remit-worker-under-test')).toBe(true);
+    const job = spans.find((s) => s.name === 'job remit.agent.run');
+    expect(job, spans.map((s) => s.name).join(', ')).toMatchObject({ kind: CONSUMER_KIND });
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const underJob = (span: ReceivedSpan) => {
+      for (let at = byId.get(span.parentSpanId ?? ''); at; at = byId.get(at.parentSpanId ?? '')) {
+        if (at.spanId === job!.spanId) return true;
+      }
+      return false;
+    };
+    // pg is instrumented in the worker too: the job's statements are under it.
+    expect(spans.filter((s) => /^pg\.query/.test(s.name) && underJob(s)).length).toBeGreaterThan(0);
   });
 });
