@@ -321,6 +321,23 @@ export function cachedMemberships(cache: MembershipCache, hash: string, row: Mem
   return memberships;
 }
 
+/** The user of an authentication row (a key's or a session's), as the principal carries it. */
+export function principalUser(row: {
+  user_uid: string;
+  user_id: number;
+  email: string;
+  full_name: string;
+  avatar_url: string | null;
+}): Principal['user'] {
+  return {
+    uid: row.user_uid,
+    id: row.user_id,
+    email: row.email,
+    fullName: row.full_name,
+    avatarUrl: row.avatar_url,
+  };
+}
+
 /** Turns a presented key into a principal. A key whose checksum is wrong never reaches the database. */
 export async function authenticate(
   database: Database,
@@ -350,13 +367,7 @@ export async function authenticate(
   const principal: Principal = {
     credential: { kind: 'api_key', uid: row.key_uid, organizationUid: row.key_organization_uid },
     scopes: row.scopes,
-    user: {
-      uid: row.user_uid,
-      id: row.user_id,
-      email: row.email,
-      fullName: row.full_name,
-      avatarUrl: row.avatar_url,
-    },
+    user: principalUser(row),
     memberships,
   };
   principals?.set(hash, readAt, principal, row.expires_at);

@@ -11,6 +11,7 @@ import type { MailTransports } from '../../platform/mail/mailer.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import {
   cachedMemberships,
+  principalUser,
   type AuthenticationResult,
   type MembershipCache,
 } from '../api-keys/api-keys.service.ts';
@@ -78,13 +79,7 @@ export async function authenticateSession(
           memberships.length > 0 ? resolveMembership({ memberships } as Principal).organizationUid : null,
       },
       scopes: null,
-      user: {
-        uid: row.user_uid,
-        id: row.user_id,
-        email: row.email,
-        fullName: row.full_name,
-        avatarUrl: row.avatar_url,
-      },
+      user: principalUser(row),
       memberships,
       // A user with TOTP gets sessions only with a code (signIn below), so every one of theirs has it.
       secondFactor: row.totp_enabled,
