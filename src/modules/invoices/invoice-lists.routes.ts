@@ -68,11 +68,12 @@ const ListResponse = Type.Object({
 
 export async function invoiceListRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const route = (path: string, type: InvoiceType, summary: string) =>
+  const route = (path: string, type: InvoiceType, operationId: string, summary: string) =>
     app.get(
       path,
       {
         schema: {
+          operationId,
           tags: ['Invoices'],
           summary,
           description:
@@ -98,6 +99,16 @@ export async function invoiceListRoutes(app: App, deps: AppDeps) {
         };
       },
     );
-  route('/api/organization/:organization_uid/ap-invoices', 'ACCOUNTS_PAYABLE', 'List payable invoices');
-  route('/api/organization/:organization_uid/ar-invoices', 'ACCOUNTS_RECEIVABLE', 'List receivable invoices');
+  route(
+    '/api/organization/:organization_uid/ap-invoices',
+    'ACCOUNTS_PAYABLE',
+    'listApInvoices',
+    'List payable invoices',
+  );
+  route(
+    '/api/organization/:organization_uid/ar-invoices',
+    'ACCOUNTS_RECEIVABLE',
+    'listArInvoices',
+    'List receivable invoices',
+  );
 }

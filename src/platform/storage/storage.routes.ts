@@ -62,6 +62,7 @@ export async function storageRoutes(app: App, deps: AppDeps) {
     `${EMBEDDED_ENDPOINT_PATH}/:bucket/*`,
     {
       schema: {
+        operationId: 'downloadStorageObject',
         tags: ['Storage'],
         summary: 'Download a stored object through a presigned URL (embedded S3-compatible endpoint)',
         description:
@@ -156,6 +157,7 @@ async function uploadRoute(app: App, storage: LocalObjectStorage) {
       `${EMBEDDED_ENDPOINT_PATH}/:bucket`,
       {
         schema: {
+          operationId: 'uploadStorageObject',
           tags: ['Storage'],
           summary: 'Upload an object with a presigned POST form (embedded S3-compatible endpoint)',
           description:
