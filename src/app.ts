@@ -17,6 +17,7 @@ import { schemaCompiler } from './platform/http/validation.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
+import { documentRoute } from './platform/http/openapi.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
@@ -264,6 +265,14 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
           'Invoices, collections email, work tasks and human-in-the-loop approvals, agents, knowledge, metrics and search. ' +
           'Every error answers the ErrorBody schema.',
       },
+      // Only the scheme, host and port of PUBLIC_BASE_URL are used for the addresses the service hands
+      // out (docs/configuration.md); the document's paths are relative to that origin.
+      servers: [
+        {
+          url: new URL(deps.config.publicBaseUrl).origin,
+          description: 'This service, at its PUBLIC_BASE_URL',
+        },
+      ],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer rk_live_…' },
@@ -282,6 +291,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,
     },
+    transform: documentRoute,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 

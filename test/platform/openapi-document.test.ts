@@ -10,7 +10,10 @@ interface Operation {
   summary?: string;
   tags?: string[];
 }
-type Doc = { paths: Record<string, Record<string, Operation>> };
+type Doc = {
+  servers?: { url: string; description?: string }[];
+  paths: Record<string, Record<string, Operation & { parameters?: { name: string; in: string }[] }>>;
+};
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
@@ -19,7 +22,7 @@ let doc: Doc;
 let operations: { name: string; op: Operation }[];
 
 beforeAll(async () => {
-  t = await createTestApp();
+  t = await createTestApp({ env: { PUBLIC_BASE_URL: 'https://remit.test/ignored/path/' } });
   const res = await call(t.app, 'GET', '/api/openapi.json');
   expect(res.status).toBe(200);
   doc = res.body as Doc;
@@ -71,5 +74,17 @@ describe('the OpenAPI document’s operations', () => {
       'DELETE /api/api-keys/{uid}': 'revokeApiKey',
       'POST /api/agents/{agent_uid}/runs': 'startAgentRun',
     });
+  });
+});
+
+describe('the OpenAPI document’s frame', () => {
+  it('names one server: the origin of PUBLIC_BASE_URL', () => {
+    expect(doc.servers).toEqual([{ url: 'https://remit.test', description: expect.any(String) }]);
+  });
+
+  it('documents the storage download’s wildcard as a `key` path parameter', () => {
+    expect(Object.keys(doc.paths).filter((path) => path.includes('*'))).toEqual([]);
+    const download = doc.paths['/storage/{bucket}/{key}']!.get!;
+    expect(download.parameters!.map((p) => `${p.in} ${p.name}`)).toEqual(['path bucket', 'path key']);
   });
 });
