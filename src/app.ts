@@ -17,7 +17,7 @@ import { schemaCompiler } from './platform/http/validation.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
-import { documentRoute } from './platform/http/openapi.ts';
+import { documentHeaders, documentRoute, sharedHeaderComponents } from './platform/http/openapi.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
@@ -285,6 +285,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
               'A person signed in with POST /api/auth/sign-in; unsafe methods also send X-CSRF-Token (docs/people.md)',
           },
         },
+        ...sharedHeaderComponents,
       },
       security: [{ bearerAuth: [] }, { sessionCookie: [] }],
     },
@@ -292,6 +293,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,
     },
     transform: documentRoute,
+    transformObject: documentHeaders,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 

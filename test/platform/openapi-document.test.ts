@@ -1,28 +1,43 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call } from '../helpers/http.ts';
+import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
 // The OpenAPI document as clients and generators read it (issue 19, docs/openapi.md): every operation
 // named, summarised and tagged. Redocly's `recommended` rules run over the same document in `npm run lint`.
 
+interface Response {
+  $ref?: string;
+  headers?: Record<string, { $ref?: string }>;
+}
 interface Operation {
   operationId?: string;
   summary?: string;
   tags?: string[];
+  security?: unknown[];
+  parameters?: { name?: string; in?: string; $ref?: string }[];
+  responses: Record<string, Response>;
 }
 type Doc = {
   servers?: { url: string; description?: string }[];
-  paths: Record<string, Record<string, Operation & { parameters?: { name: string; in: string }[] }>>;
+  paths: Record<string, Record<string, Operation>>;
+  components: {
+    headers: Record<string, unknown>;
+    parameters: Record<string, { name: string; in: string }>;
+    responses: Record<string, Response>;
+  };
 };
 
 const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']);
 
 let t: TestApp;
+let p: Principals;
 let doc: Doc;
 let operations: { name: string; op: Operation }[];
 
 beforeAll(async () => {
   t = await createTestApp({ env: { PUBLIC_BASE_URL: 'https://remit.test/ignored/path/' } });
+  p = await createPrincipals(t);
   const res = await call(t.app, 'GET', '/api/openapi.json');
   expect(res.status).toBe(200);
   doc = res.body as Doc;
@@ -85,6 +100,91 @@ describe('the OpenAPI document’s frame', () => {
   it('documents the storage download’s wildcard as a `key` path parameter', () => {
     expect(Object.keys(doc.paths).filter((path) => path.includes('*'))).toEqual([]);
     const download = doc.paths['/storage/{bucket}/{key}']!.get!;
-    expect(download.parameters!.map((p) => `${p.in} ${p.name}`)).toEqual(['path bucket', 'path key']);
+    const inPath = download.parameters!.filter((x) => x.in === 'path');
+    expect(inPath.map((x) => x.name)).toEqual(['bucket', 'key']);
+  });
+});
+
+/** The response as documented, its shared component when it is a reference. */
+const resolved = (response: Response): Response =>
+  response.$ref ? doc.components.responses[response.$ref.split('/').pop()!]! : response;
+const headersOf = (op: Operation, status: string) =>
+  Object.keys(resolved(op.responses[status]!).headers ?? {});
+const parametersOf = (op: Operation) =>
+  (op.parameters ?? []).map((x) =>
+    x.$ref ? doc.components.parameters[x.$ref.split('/').pop()!]!.name : x.name,
+  );
+const RATE_LIMIT = ['RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset'];
+
+describe('the OpenAPI document’s headers', () => {
+  it('every reference to a shared header, parameter or response resolves', () => {
+    const refs = [
+      ...JSON.stringify(doc).matchAll(/"\$ref":"#\/components\/(headers|parameters|responses)\/([^"]+)"/g),
+    ];
+    expect(refs.length).toBeGreaterThan(1000);
+    const missing = refs.filter(([, kind, name]) => !(doc.components[kind as 'headers'] ?? {})[name!]);
+    expect(missing.map(([ref]) => ref)).toEqual([]);
+  });
+
+  it('X-Request-Id on every operation’s request and every response', () => {
+    const bad: string[] = [];
+    for (const { name, op } of operations) {
+      if (!parametersOf(op).includes('X-Request-Id')) bad.push(`${name} request`);
+      for (const status of Object.keys(op.responses)) {
+        if (!headersOf(op, status).includes('X-Request-Id')) bad.push(`${name} ${status}`);
+      }
+    }
+    expect(bad).toEqual([]);
+  });
+
+  it('RateLimit-* on every response of every route that is not public, and on none of a public one', () => {
+    const bad: string[] = [];
+    for (const { name, op } of operations) {
+      const isPublic = Array.isArray(op.security) && op.security.length === 0;
+      for (const status of Object.keys(op.responses)) {
+        const has = RATE_LIMIT.every((h) => headersOf(op, status).includes(h));
+        const none = RATE_LIMIT.every((h) => !headersOf(op, status).includes(h));
+        if (isPublic ? !none : !has) bad.push(`${name} ${status}`);
+      }
+    }
+    expect(bad).toEqual([]);
+    // The public routes say so, the system ones included.
+    for (const path of ['/healthz', '/readyz', '/api/openapi.json'])
+      expect(doc.paths[path]!.get!.security).toEqual([]);
+    expect(doc.paths['/api/auth/sign-in']!.post!.security).toEqual([]);
+  });
+
+  it('Retry-After on every 429', () => {
+    const with429 = operations.filter(({ op }) => op.responses['429']);
+    expect(with429.length).toBeGreaterThan(90);
+    expect(
+      with429.filter(({ op }) => !headersOf(op, '429').includes('Retry-After')).map((o) => o.name),
+    ).toEqual([]);
+  });
+
+  it('Idempotency-Key on every POST that is not public, and nowhere else', () => {
+    const bad = operations.filter(({ name, op }) => {
+      const isPublic = Array.isArray(op.security) && op.security.length === 0;
+      return parametersOf(op).includes('Idempotency-Key') !== (name.startsWith('POST ') && !isPublic);
+    });
+    expect(bad.map((o) => o.name)).toEqual([]);
+    expect(parametersOf(doc.paths['/api/invoices']!.post!)).toContain('Idempotency-Key');
+    expect(headersOf(doc.paths['/api/invoices']!.post!, '422')).toContain('Original-Request');
+  });
+
+  it('Location and ETag on the storage upload’s success answers', () => {
+    const upload = doc.paths['/storage/{bucket}']!.post!;
+    for (const status of ['200', '201', '204'])
+      expect(headersOf(upload, status)).toEqual(expect.arrayContaining(['Location', 'ETag']));
+  });
+
+  it('what it documents is what the server sends', async () => {
+    const listed = await call(t.app, 'GET', '/api/parties', { key: p.orgA.member.key });
+    expect(listed.status).toBe(200);
+    for (const header of ['X-Request-Id', ...RATE_LIMIT])
+      expect(listed.headers).toHaveProperty(header.toLowerCase());
+    const health = await call(t.app, 'GET', '/healthz');
+    expect(health.headers).toHaveProperty('x-request-id');
+    expect(health.headers).not.toHaveProperty('ratelimit-limit');
   });
 });
