@@ -188,3 +188,30 @@ describe('the OpenAPI document’s headers', () => {
     expect(health.headers).not.toHaveProperty('ratelimit-limit');
   });
 });
+
+describe('the OpenAPI document’s schemas', () => {
+  /** Every object in the document, with where it is. */
+  function* objects(node: unknown, where: string): Generator<[string, Record<string, unknown>]> {
+    if (!node || typeof node !== 'object') return;
+    if (!Array.isArray(node)) yield [where, node as Record<string, unknown>];
+    for (const [key, value] of Object.entries(node)) yield* objects(value, `${where}/${key}`);
+  }
+
+  it('gives every formatted value a type (a branch with only a format is `unknown` to type generators)', () => {
+    const untyped = [...objects(doc, '#')]
+      .filter(([, schema]) => typeof schema.format === 'string' && schema.type === undefined)
+      .map(([where]) => where);
+    expect(untyped).toEqual([]);
+  });
+
+  it('types the invoice dates as strings of date or date-time', () => {
+    const body = (
+      doc.paths['/api/invoices']!.post as unknown as {
+        requestBody: { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
+      }
+    ).requestBody.content['application/json']!.schema.properties;
+    expect(JSON.stringify(body.due_date)).toContain(
+      '[{"type":"string","format":"date"},{"type":"string","format":"date-time"}]',
+    );
+  });
+});
