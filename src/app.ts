@@ -17,7 +17,7 @@ import { schemaCompiler } from './platform/http/validation.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
-import { documentHeaders, documentRoute, sharedHeaderComponents } from './platform/http/openapi.ts';
+import { API_TAGS, documentHeaders, documentRoute, sharedHeaderComponents } from './platform/http/openapi.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
@@ -261,6 +261,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       info: {
         title: 'Remit API',
         version: '0.1.0',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
           'Invoices, collections email, work tasks and human-in-the-loop approvals, agents, knowledge, metrics and search. ' +
           'Every error answers the ErrorBody schema.',
@@ -288,6 +289,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
         ...sharedHeaderComponents,
       },
       security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+      tags: API_TAGS,
     },
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,

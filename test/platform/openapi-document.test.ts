@@ -19,6 +19,7 @@ interface Operation {
   responses: Record<string, Response>;
 }
 type Doc = {
+  tags?: { name: string; description?: string }[];
   servers?: { url: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
   components: {
@@ -75,6 +76,22 @@ describe('the OpenAPI document’s operations', () => {
       ({ op }) => !op.summary?.trim() || !Array.isArray(op.tags) || op.tags.length === 0,
     );
     expect(bad.map((o) => o.name)).toEqual([]);
+  });
+
+  it('tags every operation with a declared, described tag', () => {
+    const declared = new Map((doc.tags ?? []).map((tag) => [tag.name, tag.description]));
+    expect([...declared.values()].every((description) => description && description.length > 10)).toBe(true);
+    const undeclared = operations.flatMap(({ name, op }) =>
+      (op.tags ?? []).filter((tag) => !declared.has(tag)).map((tag) => `${name}: ${tag}`),
+    );
+    expect(undeclared).toEqual([]);
+  });
+
+  it('documents the one failure of GET /api/openapi.json, an unknown query parameter', async () => {
+    expect(Object.keys(doc.paths['/api/openapi.json']!.get!.responses)).toEqual(['200', '400']);
+    const res = await call(t.app, 'GET', '/api/openapi.json?format=yaml');
+    expect(res.status).toBe(400);
+    expect(res.body.code).toBe('unknown_parameter');
   });
 
   it('keeps the operationIds clients are built on', () => {

@@ -218,3 +218,52 @@ export const documentHeaders: SwaggerTransformObject = (documentObject) => {
 function sortedByKey<T>(record: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
 }
+
+/**
+ * The document's tags, one per domain, in the order the docs page shows them. An operation's tag must
+ * be one of these (test/platform/openapi-document.test.ts); a new domain adds its tag here.
+ */
+export const API_TAGS = [
+  { name: 'System', description: 'Liveness, readiness and this document. No key needed.' },
+  { name: 'Account', description: 'Who is calling: the user, their organizations and the key’s scopes.' },
+  {
+    name: 'Sign-in',
+    description:
+      'People in a browser: sessions, passwords, emailed links and the TOTP second factor (docs/people.md).',
+  },
+  { name: 'API keys', description: 'Keys for programs, with their scopes (docs/authentication.md).' },
+  { name: 'Members and invitations', description: 'Who belongs to an organization, and in which role.' },
+  { name: 'Organization', description: 'An organization’s settings: segregation of duties, second factor.' },
+  { name: 'Parties', description: 'Clients and vendors.' },
+  { name: 'Products', description: 'The catalog line items are resolved from, by SKU.' },
+  {
+    name: 'Invoices',
+    description:
+      'Receivable and payable invoices with their line items, comments, payments and attachments, and the AR/AP lists (docs/invoices.md).',
+  },
+  {
+    name: 'Billing integration',
+    description: 'The billing partner invoice updates are synced to (docs/billing-integration.md).',
+  },
+  { name: 'Email', description: 'Collections email: accounts, templates and drafts (docs/email.md).' },
+  {
+    name: 'Work tasks',
+    description: 'Tasks for people and human-in-the-loop approvals (docs/work-tasks.md).',
+  },
+  { name: 'Agents', description: 'Agents and their configuration (docs/agents.md).' },
+  { name: 'Agent runs', description: 'Runs of an agent, their activities and notifications.' },
+  { name: 'Conversations', description: 'Conversations with parties, and inbound email.' },
+  {
+    name: 'Knowledge',
+    description: 'Knowledge documents: presigned upload, processing (docs/knowledge.md).',
+  },
+  { name: 'Documents', description: 'Stored documents with presigned downloads.' },
+  { name: 'Metrics', description: 'Metric definitions and their values (docs/metrics.md).' },
+  { name: 'Search', description: 'Search and type-ahead across the organization (docs/search.md).' },
+  { name: 'Audit log', description: 'Who changed what, for admins (docs/audit-log.md).' },
+  {
+    name: 'Storage',
+    description:
+      'The embedded object store’s S3-compatible download and upload endpoints, reached through presigned URLs and forms (docs/storage.md).',
+  },
+];
