@@ -17,6 +17,7 @@ import { schemaCompiler } from './platform/http/validation.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
+import { API_TAGS, documentHeaders, documentRoute, sharedHeaderComponents } from './platform/http/openapi.ts';
 import { AppError } from './platform/http/errors.ts';
 import type { FastifyBaseLogger } from 'fastify';
 import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts';
@@ -260,10 +261,19 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       info: {
         title: 'Remit API',
         version: '0.1.0',
+        license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
         description:
           'Invoices, collections email, work tasks and human-in-the-loop approvals, agents, knowledge, metrics and search. ' +
           'Every error answers the ErrorBody schema.',
       },
+      // Only the scheme, host and port of PUBLIC_BASE_URL are used for the addresses the service hands
+      // out (docs/configuration.md); the document's paths are relative to that origin.
+      servers: [
+        {
+          url: new URL(deps.config.publicBaseUrl).origin,
+          description: 'This service, at its PUBLIC_BASE_URL',
+        },
+      ],
       components: {
         securitySchemes: {
           bearerAuth: { type: 'http', scheme: 'bearer', description: 'Authorization: Bearer rk_live_…' },
@@ -276,12 +286,16 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
               'A person signed in with POST /api/auth/sign-in; unsafe methods also send X-CSRF-Token (docs/people.md)',
           },
         },
+        ...sharedHeaderComponents,
       },
       security: [{ bearerAuth: [] }, { sessionCookie: [] }],
+      tags: API_TAGS,
     },
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (json.$id as string) || `def-${i}`,
     },
+    transform: documentRoute,
+    transformObject: documentHeaders,
   });
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
 

@@ -25,6 +25,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid/runs',
     {
       schema: {
+        operationId: 'startAgentRun',
         tags,
         summary: 'Start a run (202: pending; a worker executes it)',
         params: AgentUidParams,
@@ -48,6 +49,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid/activities',
     {
       schema: {
+        operationId: 'listAgentActivities',
         tags,
         summary: 'Runs of one agent: filters, grouping, sort, paging and sparse fields',
         params: AgentUidParams,
@@ -74,6 +76,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid/notifications',
     {
       schema: {
+        operationId: 'listAgentNotifications',
         tags,
         summary: 'Chat notifications the agent emitted, newest first, with their delivery',
         params: AgentUidParams,
@@ -99,6 +102,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
     '/api/agent-runs/:run_uid',
     {
       schema: {
+        operationId: 'getAgentRun',
         tags,
         summary: 'Get one run',
         params: RunUidParams,
@@ -113,6 +117,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
     '/api/agent-runs/:run_uid/cancel',
     {
       schema: {
+        operationId: 'cancelAgentRun',
         tags,
         summary: 'Cancel a pending or running run (a running one stops at its next step)',
         params: RunUidParams,

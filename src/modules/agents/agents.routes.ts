@@ -28,6 +28,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
     '/api/agents',
     {
       schema: {
+        operationId: 'createAgent',
         tags,
         summary: 'Create an agent (status draft unless given)',
         body: CreateAgentBody,
@@ -47,6 +48,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
     '/api/agents',
     {
       schema: {
+        operationId: 'listAgents',
         tags,
         summary: 'List the organization’s agents, newest first',
         querystring: ListAgentsQuery,
@@ -71,6 +73,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid',
     {
       schema: {
+        operationId: 'getAgent',
         tags,
         summary: 'Get an agent',
         params: AgentUidParams,
@@ -86,6 +89,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid',
     {
       schema: {
+        operationId: 'updateAgent',
         tags,
         summary: 'Update an agent (only the sent fields change; notification_config null clears it)',
         params: AgentUidParams,
@@ -106,6 +110,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
     '/api/agents/:agent_uid/approvals',
     {
       schema: {
+        operationId: 'raiseAgentApproval',
         tags: [...tags, 'Work tasks'],
         summary: 'Raise a hil_approval task on behalf of the agent (any agent runtime)',
         params: AgentUidParams,

@@ -22,6 +22,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
     '/api/api-keys',
     {
       schema: {
+        operationId: 'createApiKey',
         tags: ['API keys'],
         summary: 'Create an API key (the full key is returned once)',
         body: CreateApiKeyBody,
@@ -40,6 +41,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
     '/api/api-keys',
     {
       schema: {
+        operationId: 'listApiKeys',
         tags: ['API keys'],
         summary: "List the organization's API keys (admins: all; members: their own)",
         querystring: ListApiKeysQuery,
@@ -59,6 +61,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
     '/api/api-keys/:uid',
     {
       schema: {
+        operationId: 'revokeApiKey',
         tags: ['API keys'],
         summary: 'Revoke an API key (401 from the very next request)',
         params: ApiKeyParams,

@@ -18,6 +18,7 @@ export async function auditRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/audit-events',
     {
       schema: {
+        operationId: 'listAuditEvents',
         tags: ['Audit log'],
         summary: "The organization's audit log, newest first (admins)",
         description:

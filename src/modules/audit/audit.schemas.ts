@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  dateOrDateTime,
   DateTime,
   Envelope,
   literals,
@@ -38,10 +39,7 @@ export const AuditEvent = Type.Object(
 
 // A date (YYYY-MM-DD, that UTC day's start; as `to`, its end) or an RFC 3339 date-time with its zone,
 // both within 0001–9999 (the formats are the validation layer's, date-range.ts).
-const bound = (description: string) =>
-  Type.Optional(
-    Type.String({ maxLength: 40, anyOf: [{ format: 'date' }, { format: 'date-time' }], description }),
-  );
+const bound = (description: string) => Type.Optional(dateOrDateTime({ maxLength: 40, description }));
 
 export const AuditEventsParams = Type.Object({ organization_uid: Uuid });
 

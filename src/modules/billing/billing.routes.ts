@@ -33,6 +33,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
     path,
     {
       schema: {
+        operationId: 'updateBillingIntegration',
         tags,
         summary: 'Configure the billing partner invoice updates are synced to (admins; 201 when new)',
         params: Params,
@@ -66,6 +67,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
     path,
     {
       schema: {
+        operationId: 'getBillingIntegration',
         tags,
         summary: 'The billing integration (admins; never the secret)',
         params: Params,
@@ -83,7 +85,13 @@ export async function billingRoutes(app: App, deps: AppDeps) {
   app.delete(
     path,
     {
-      schema: { tags, summary: 'Remove the billing integration (admins)', params: Params, response },
+      schema: {
+        operationId: 'deleteBillingIntegration',
+        tags,
+        summary: 'Remove the billing integration (admins)',
+        params: Params,
+        response,
+      },
       config: { scope: 'invoices:write' },
     },
     async (request) =>

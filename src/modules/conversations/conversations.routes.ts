@@ -28,6 +28,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
     '/api/conversations',
     {
       schema: {
+        operationId: 'createConversation',
         tags,
         summary: 'Start a conversation with a party',
         body: CreateConversationBody,
@@ -46,6 +47,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
     '/api/conversations',
     {
       schema: {
+        operationId: 'listConversations',
         tags,
         summary: 'List conversations, newest first',
         querystring: ListConversationsQuery,
@@ -70,6 +72,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
     '/api/conversations/:conversation_uid',
     {
       schema: {
+        operationId: 'getConversation',
         tags,
         summary: 'Get a conversation with its messages',
         params: ConversationUidParams,
@@ -88,6 +91,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
     '/api/conversations/:conversation_uid/messages',
     {
       schema: {
+        operationId: 'createConversationMessage',
         tags,
         summary: 'Add a message to a conversation',
         params: ConversationUidParams,
@@ -112,6 +116,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
     '/api/inbound/email',
     {
       schema: {
+        operationId: 'receiveInboundEmail',
         tags,
         summary: 'Receive an email: thread it and start the email_received runs of active agents',
         body: InboundEmailBody,

@@ -47,6 +47,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
       '/api/documents',
       {
         schema: {
+          operationId: 'uploadDocument',
           tags,
           summary: 'Upload a document (multipart/form-data)',
           description:
@@ -93,6 +94,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
     '/api/documents/:uid',
     {
       schema: {
+        operationId: 'getDocument',
         tags,
         summary: 'Get a document, with a fresh presigned download URL',
         params: DocumentUidParams,

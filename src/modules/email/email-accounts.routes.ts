@@ -25,6 +25,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
     '/api/email/accounts',
     {
       schema: {
+        operationId: 'createEmailAccount',
         tags,
         summary: 'Connect an email account drafts are sent from (admins; smtp_url is never returned)',
         body: CreateEmailAccountBody,
@@ -43,6 +44,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
     '/api/email/accounts',
     {
       schema: {
+        operationId: 'listEmailAccounts',
         tags,
         summary: "The organization's email accounts, oldest first",
         querystring: ListEmailAccountsQuery,
@@ -62,6 +64,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
     '/api/email/accounts/:uid',
     {
       schema: {
+        operationId: 'getEmailAccount',
         tags,
         summary: 'Get an email account',
         params: UidParams,

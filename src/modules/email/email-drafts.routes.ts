@@ -22,6 +22,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
       // Up to 10 MB of attachments arrive base64-encoded in the JSON body.
       bodyLimit: DRAFT_BODY_LIMIT_BYTES,
       schema: {
+        operationId: 'saveEmailDraft',
         tags,
         summary:
           'Save a draft: without uid a create (201, from_account_id required), with uid an update of the fields sent (200)',
@@ -41,6 +42,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
     '/api/email/drafts/:uid',
     {
       schema: {
+        operationId: 'getEmailDraft',
         tags,
         summary: 'Get an email draft (404 when it does not exist)',
         params: UidParams,
@@ -55,6 +57,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
     '/api/email/drafts/:uid',
     {
       schema: {
+        operationId: 'cancelEmailDraft',
         tags,
         summary: 'Cancel an email that has not gone out (→ canceled; sending, sent or canceled → 409)',
         params: UidParams,

@@ -28,6 +28,7 @@ export async function emailPrepareRoutes(app: App, deps: AppDeps) {
     '/api/email/prepare',
     {
       schema: {
+        operationId: 'prepareEmail',
         tags,
         summary: 'Prepare an email about an invoice, by template or by inference (interface 2.9, 4.6)',
         description:
@@ -49,6 +50,7 @@ export async function emailPrepareRoutes(app: App, deps: AppDeps) {
     '/api/email/fields',
     {
       schema: {
+        operationId: 'listEmailFields',
         tags,
         summary: 'The dynamic fields ({token} placeholders) of email templates for a context type',
         querystring: EmailFieldsQuery,

@@ -66,6 +66,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
       '/api/invoices/:uid/attachments',
       {
         schema: {
+          operationId: 'uploadInvoiceAttachment',
           tags,
           summary: 'Upload an attachment to an invoice (multipart/form-data)',
           description:
@@ -111,6 +112,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/attachments',
     {
       schema: {
+        operationId: 'listInvoiceAttachments',
         tags,
         summary: "List an invoice's attachments, newest first (interface 4.7)",
         params: InvoiceParams,

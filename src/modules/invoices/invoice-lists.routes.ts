@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
-import { errorResponses, PageLinks, PageMeta, Uuid } from '../../platform/http/schemas.ts';
+import { dateOrDateTime, errorResponses, PageLinks, PageMeta, Uuid } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import { listInvoices, SORT_KEYS, type InvoiceListQuery } from './invoice-lists.ts';
 import type { InvoiceType } from './invoice-statuses.ts';
@@ -9,10 +9,7 @@ const text = (description: string) => Type.Optional(Type.String({ maxLength: 200
 // A date (YYYY-MM-DD, a real calendar day) or an RFC 3339 date-time with its zone, checked here: the
 // filter code reads the value with `new Date`, which rolls 2026-02-30 over into March and takes "10" for
 // a date in 2001, so a bad date answered 200 with a wrong filter instead of 400.
-const when = (description: string) =>
-  Type.Optional(
-    Type.String({ maxLength: 40, anyOf: [{ format: 'date' }, { format: 'date-time' }], description }),
-  );
+const when = (description: string) => Type.Optional(dateOrDateTime({ maxLength: 40, description }));
 
 const ListQuery = Type.Object({
   page: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
@@ -68,11 +65,12 @@ const ListResponse = Type.Object({
 
 export async function invoiceListRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
-  const route = (path: string, type: InvoiceType, summary: string) =>
+  const route = (path: string, type: InvoiceType, operationId: string, summary: string) =>
     app.get(
       path,
       {
         schema: {
+          operationId,
           tags: ['Invoices'],
           summary,
           description:
@@ -98,6 +96,16 @@ export async function invoiceListRoutes(app: App, deps: AppDeps) {
         };
       },
     );
-  route('/api/organization/:organization_uid/ap-invoices', 'ACCOUNTS_PAYABLE', 'List payable invoices');
-  route('/api/organization/:organization_uid/ar-invoices', 'ACCOUNTS_RECEIVABLE', 'List receivable invoices');
+  route(
+    '/api/organization/:organization_uid/ap-invoices',
+    'ACCOUNTS_PAYABLE',
+    'listApInvoices',
+    'List payable invoices',
+  );
+  route(
+    '/api/organization/:organization_uid/ar-invoices',
+    'ACCOUNTS_RECEIVABLE',
+    'listArInvoices',
+    'List receivable invoices',
+  );
 }

@@ -37,6 +37,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices',
     {
       schema: {
+        operationId: 'createInvoice',
         tags,
         summary: 'Create a receivable or payable invoice (with line items resolved from the catalog)',
         body: CreateInvoiceBody,
@@ -59,6 +60,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid',
     {
       schema: {
+        operationId: 'getInvoice',
         tags,
         summary: 'Get an invoice (interface 2.11)',
         params: InvoiceParams,
@@ -74,6 +76,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid',
     {
       schema: {
+        operationId: 'updateInvoice',
         tags,
         summary: 'Update an invoice (partial), applied once the billing partner accepted it',
         description:
@@ -102,6 +105,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/line_items',
     {
       schema: {
+        operationId: 'createInvoiceLineItems',
         tags,
         summary: 'Add one line item (object) or a batch of up to 100 (array); all or nothing',
         params: InvoiceParams,
@@ -128,6 +132,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/line_items',
     {
       schema: {
+        operationId: 'updateInvoiceLineItems',
         tags,
         summary: 'Update one line item (object) or a batch (array), each by uid; all or nothing',
         params: InvoiceParams,
@@ -154,6 +159,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/comments',
     {
       schema: {
+        operationId: 'createInvoiceComment',
         tags,
         summary: 'Comment on an invoice',
         params: InvoiceParams,
@@ -172,6 +178,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/comments/:comment_uid',
     {
       schema: {
+        operationId: 'updateInvoiceComment',
         tags,
         summary: 'Edit (author only) or resolve/reopen a comment',
         params: CommentParams,
@@ -197,6 +204,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     '/api/invoices/:uid/payments',
     {
       schema: {
+        operationId: 'createInvoicePayment',
         tags,
         summary: 'Record a payment; settling the remainder moves the invoice to paid',
         params: InvoiceParams,

@@ -1,12 +1,11 @@
 import { Type, type Static } from 'typebox';
-import { Currency, DateTime, Envelope, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import { Currency, DateTime, Envelope, Nullable, Uuid, dateOrDateTime } from '../../platform/http/schemas.ts';
 
 const ContextType = Type.Union([Type.Literal('PRODUCT'), Type.Literal('DISCOUNT')]);
 const InvoiceTypeSchema = Type.Union([Type.Literal('ACCOUNTS_RECEIVABLE'), Type.Literal('ACCOUNTS_PAYABLE')]);
 const CollectionMethod = Type.Union([Type.Literal('charge_automatically'), Type.Literal('send_invoice')]);
 /** A date (`2026-03-05`, read as midnight UTC) or a date-time with a time zone. */
-export const DateOrDateTime = Type.String({
-  anyOf: [{ format: 'date' }, { format: 'date-time' }],
+export const DateOrDateTime = dateOrDateTime({
   description: 'YYYY-MM-DD or an ISO 8601 date-time with time zone',
 });
 const Cents = Type.Integer({ minimum: 0, maximum: 1e13 });

@@ -29,6 +29,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
     '/api/knowledge/presign',
     {
       schema: {
+        operationId: 'presignKnowledgeUpload',
         tags,
         summary: 'Start a knowledge upload: a presigned POST form for object storage (interface 4.2 step 1)',
         description:
@@ -55,6 +56,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
     '/api/knowledge/confirm',
     {
       schema: {
+        operationId: 'confirmKnowledgeUpload',
         tags,
         summary: 'Confirm an upload and start its processing workflow (interface 4.2 step 3)',
         description:
@@ -81,6 +83,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
     '/api/knowledge/:uid',
     {
       schema: {
+        operationId: 'getKnowledgeDocument',
         tags,
         summary: 'Get a knowledge document: its status (presigned, processing, ready, failed) and file facts',
         params: KnowledgeUidParams,

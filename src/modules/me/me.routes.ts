@@ -40,6 +40,7 @@ export async function meRoutes(app: App) {
     '/api/me',
     {
       schema: {
+        operationId: 'getMe',
         tags: ['Account'],
         summary: "The calling user, their organizations and the key's scopes",
         response: { 200: Envelope(Me), ...errorResponses },

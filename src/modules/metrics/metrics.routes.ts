@@ -32,6 +32,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics',
     {
       schema: {
+        operationId: 'createMetric',
         tags,
         summary: 'Create a metric definition (uid unique in the organization → 409)',
         body: CreateMetricBody,
@@ -50,6 +51,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics',
     {
       schema: {
+        operationId: 'listMetrics',
         tags,
         summary: 'List the metric definitions of the organization, oldest first',
         querystring: ListMetricsQuery,
@@ -74,6 +76,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics/:metric_uid',
     {
       schema: {
+        operationId: 'getMetric',
         tags,
         summary: 'Get a metric definition',
         params: MetricUidParams,
@@ -97,6 +100,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics/:metric_uid',
     {
       schema: {
+        operationId: 'updateMetric',
         tags,
         summary: 'Update name, description, formula or is_active (any other field → 422)',
         params: MetricUidParams,
@@ -122,6 +126,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics/values/:context_type/:entity_uid',
     {
       schema: {
+        operationId: 'recordMetricValue',
         tags,
         summary: 'Record one value of a metric for an entity (same entity, metric, time unit and date → 409)',
         params: ValuePathParams,
@@ -147,6 +152,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics/values/:value_uid',
     {
       schema: {
+        operationId: 'updateMetricValue',
         tags,
         summary: 'Update value, _metadata or timezone of a metric value (any other field → 422)',
         params: ValueUidParams,
@@ -166,6 +172,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
     '/api/metrics/:metric_uid/values',
     {
       schema: {
+        operationId: 'listMetricValues',
         tags,
         summary:
           'Read a series: the values of a metric by date, optionally for one entity, time unit and date range',

@@ -24,6 +24,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
     '/api/parties',
     {
       schema: {
+        operationId: 'createParty',
         tags,
         summary: 'Create a client or vendor',
         body: CreatePartyBody,
@@ -42,6 +43,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
     '/api/parties/:uid',
     {
       schema: {
+        operationId: 'getParty',
         tags,
         summary: 'Get a party',
         params: UidParams,
@@ -56,6 +58,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
     '/api/parties/:uid',
     {
       schema: {
+        operationId: 'updateParty',
         tags,
         summary: 'Update a party (only the sent fields change; billing_contact null removes it)',
         params: UidParams,
@@ -75,6 +78,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
     '/api/parties',
     {
       schema: {
+        operationId: 'listParties',
         tags,
         summary: 'List parties, newest change first; q matches name, address or tax id',
         querystring: ListPartiesQuery,

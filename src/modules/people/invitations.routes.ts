@@ -34,6 +34,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/invitations',
     {
       schema: {
+        operationId: 'listInvitations',
         tags,
         summary: "List the organization's invitations, newest first, with their status (admins)",
         params: OrganizationParams,
@@ -54,6 +55,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/invitations',
     {
       schema: {
+        operationId: 'createInvitation',
         tags,
         summary: 'Invite someone by email (admins); the link is emailed and never returned',
         params: OrganizationParams,
@@ -73,6 +75,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/invitations/:uid/resend',
     {
       schema: {
+        operationId: 'resendInvitation',
         tags,
         summary:
           'Send a pending or expired invitation again: a new link and expiry; the old link stops working',
@@ -94,6 +97,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/invitations/:uid',
     {
       schema: {
+        operationId: 'revokeInvitation',
         tags,
         summary: 'Revoke an invitation (admins): its link stops working',
         params: InvitationParams,
@@ -115,6 +119,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/invitations/:token',
     {
       schema: {
+        operationId: 'getInvitationByToken',
         tags,
         summary:
           'What an invitation link offers: organization, email, role, expiry, whether the account exists',
@@ -131,6 +136,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
     '/api/invitations/accept',
     {
       schema: {
+        operationId: 'acceptInvitation',
         tags,
         summary:
           'Accept an invitation: as a new user (full_name, password), or signed in as the invited existing user',

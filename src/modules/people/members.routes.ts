@@ -24,6 +24,7 @@ export async function memberRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/members',
     {
       schema: {
+        operationId: 'listMembers',
         tags,
         summary: "List the organization's members with their role and last activity (admins)",
         params: OrganizationParams,
@@ -44,6 +45,7 @@ export async function memberRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/members/:user_uid',
     {
       schema: {
+        operationId: 'updateMember',
         tags,
         summary: "Change a member's role (admins; the last admin cannot be demoted)",
         params: MemberParams,
@@ -63,6 +65,7 @@ export async function memberRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/members/:user_uid',
     {
       schema: {
+        operationId: 'removeMember',
         tags,
         summary:
           'Remove a member (admins): their keys here are revoked and their open work tasks unassigned; the last admin cannot be removed',

@@ -79,6 +79,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     {
       config: { public: true },
       schema: {
+        operationId: 'signIn',
         tags,
         summary:
           'Sign in with email and password (and a TOTP code when the account has one); sets the session cookie',
@@ -104,6 +105,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/sign-out',
     {
       schema: {
+        operationId: 'signOut',
         tags,
         summary: 'End this session and clear its cookie (with an API key: nothing to end)',
         response: { 200: Envelope(Done), ...errorResponses },
@@ -120,6 +122,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/session',
     {
       schema: {
+        operationId: 'getSession',
         tags,
         summary: 'The current sign-in session and its anti-forgery token',
         response: { 200: Envelope(SignedIn), ...errorResponses },
@@ -151,6 +154,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/sessions',
     {
       schema: {
+        operationId: 'listSessions',
         tags,
         summary: 'My sessions that are still open, newest first',
         response: { 200: Envelope(Type.Object({ items: Type.Array(Session) })), ...errorResponses },
@@ -164,6 +168,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/sessions/:uid',
     {
       schema: {
+        operationId: 'revokeSession',
         tags,
         summary: 'Sign out one of my sessions (another device)',
         params: Type.Object({ uid: Uuid }),
@@ -181,6 +186,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/sessions/revoke-all',
     {
       schema: {
+        operationId: 'revokeAllSessions',
         tags,
         summary: 'Sign out everywhere: every session of mine (keep_current: all but this one)',
         body: Type.Object(
@@ -202,6 +208,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/password',
     {
       schema: {
+        operationId: 'changePassword',
         tags,
         summary: 'Change my password (every other session ends)',
         body: Type.Object(
@@ -231,6 +238,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     {
       config: { public: true },
       schema: {
+        operationId: 'requestPasswordReset',
         tags,
         summary: 'Email a password reset link (answers the same whether or not the address has an account)',
         security: [],
@@ -254,6 +262,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     {
       config: { public: true },
       schema: {
+        operationId: 'confirmPasswordReset',
         tags,
         summary: 'Set a new password with the emailed link (every session ends)',
         security: [],
@@ -272,6 +281,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     {
       config: { public: true },
       schema: {
+        operationId: 'requestSignInLink',
         tags,
         summary: 'Email a one-time sign-in link (answers the same whether or not the address has an account)',
         security: [],
@@ -295,6 +305,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     {
       config: { public: true },
       schema: {
+        operationId: 'confirmSignInLink',
         tags,
         summary: 'Sign in with the emailed link (and a TOTP code when the account has one)',
         security: [],
@@ -320,6 +331,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/totp/setup',
     {
       schema: {
+        operationId: 'setUpTotp',
         tags,
         summary: 'Start setting up a TOTP second factor: a new secret for the authenticator app',
         response: {
@@ -338,6 +350,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/totp/enable',
     {
       schema: {
+        operationId: 'enableTotp',
         tags,
         summary: 'Turn the second factor on with a current code from the app',
         body: Type.Object({ code: TotpCode }, { additionalProperties: false }),
@@ -354,6 +367,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     '/api/auth/totp/disable',
     {
       schema: {
+        operationId: 'disableTotp',
         tags,
         summary: 'Turn the second factor off (a current code, or the password)',
         body: Type.Object(

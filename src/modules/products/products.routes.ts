@@ -22,6 +22,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
     '/api/products',
     {
       schema: {
+        operationId: 'createProduct',
         tags,
         summary: 'Add a SKU to the catalog (duplicate SKU → 409)',
         body: CreateProductBody,
@@ -43,6 +44,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
     '/api/products/:uid',
     {
       schema: {
+        operationId: 'getProduct',
         tags,
         summary: 'Get a product',
         params: UidParams,
@@ -58,6 +60,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
     '/api/products/:uid',
     {
       schema: {
+        operationId: 'updateProduct',
         tags,
         summary: 'Update a product (only the sent fields change)',
         params: UidParams,
@@ -77,6 +80,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
     '/api/products',
     {
       schema: {
+        operationId: 'listProducts',
         tags,
         summary: 'List the catalog; q matches SKU or name',
         querystring: ListProductsQuery,

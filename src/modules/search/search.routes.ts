@@ -12,6 +12,7 @@ export async function searchRoutes(app: App, deps: AppDeps) {
     '/api/search',
     {
       schema: {
+        operationId: 'searchEntities',
         tags: ['Search'],
         summary:
           'Search or suggest across invoices, customers, tasks, conversations, documents and knowledge',
@@ -33,6 +34,7 @@ export async function searchRoutes(app: App, deps: AppDeps) {
     '/api/work-tasks/context-search',
     {
       schema: {
+        operationId: 'searchWorkTaskContext',
         tags: ['Work tasks', 'Search'],
         summary: 'Type-ahead for entities a task can link (invoices, parties, messages)',
         querystring: ContextSearchQuery,

@@ -27,6 +27,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/settings',
     {
       schema: {
+        operationId: 'getOrganizationSettings',
         tags,
         summary: "The organization's settings (segregation of duties, second factor for admins)",
         params: Params,
@@ -43,6 +44,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
     '/api/organization/:organization_uid/settings',
     {
       schema: {
+        operationId: 'updateOrganizationSettings',
         tags,
         summary: "Change the organization's settings (admins)",
         params: Params,

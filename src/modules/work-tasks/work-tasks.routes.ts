@@ -23,6 +23,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
     '/api/work-tasks',
     {
       schema: {
+        operationId: 'createWorkTask',
         tags,
         summary: 'Create a task for a person (type task; origin is the caller)',
         body: CreateTaskBody,
@@ -41,6 +42,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
     '/api/work-tasks',
     {
       schema: {
+        operationId: 'listWorkTasks',
         tags,
         summary: 'List work tasks with filters, sort and paging',
         querystring: ListTasksQuery,
@@ -60,6 +62,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
     '/api/work-tasks/:task_uid',
     {
       schema: {
+        operationId: 'getWorkTask',
         tags,
         summary: 'Get a work task with its context entities and change log',
         params: TaskUidParams,
@@ -75,6 +78,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
     '/api/work-tasks/:task_uid',
     {
       schema: {
+        operationId: 'updateWorkTask',
         tags,
         summary: 'Update a task, or resolve a hil_approval (action approve|reject)',
         description:

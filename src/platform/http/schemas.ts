@@ -1,8 +1,21 @@
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TSchema, type TStringOptions } from 'typebox';
 import { MAX_PAGE } from './pagination.ts';
 
 export const Uuid = Type.String({ format: 'uuid' });
 export const DateTime = Type.String({ format: 'date-time' });
+/**
+ * A date (YYYY-MM-DD) or a date-time with its time zone. Each branch names its type: a branch with
+ * only a `format` is `unknown` to type generators (openapi-typescript), which made every such field
+ * `unknown` in generated clients.
+ */
+export const dateOrDateTime = (options: TStringOptions = {}) =>
+  Type.String({
+    ...options,
+    anyOf: [
+      { type: 'string', format: 'date' },
+      { type: 'string', format: 'date-time' },
+    ],
+  });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** One of a closed list of strings (an enum written as literals, as OpenAPI shows them). */
 export const literals = <T extends readonly string[]>(values: T) =>

@@ -24,14 +24,18 @@ export function carriesToken(authorization: string | undefined, token: string): 
  * API route: no API key, no rate limit (public), and not in the OpenAPI document (hidden).
  */
 export function metricsRoute(app: App, metrics: Metrics, token: string): void {
-  app.get('/metrics', { schema: { hide: true }, config: { public: true } }, async (request, reply) => {
-    if (!carriesToken(request.headers.authorization, token)) {
-      reply.header('WWW-Authenticate', 'Bearer realm="metrics"');
-      throw new AppError('unauthorized', REFUSED);
-    }
-    const { contentType, body } = await metrics.render();
-    return reply.type(contentType).send(body);
-  });
+  app.get(
+    '/metrics',
+    { schema: { hide: true, operationId: 'scrapeMetrics' }, config: { public: true } },
+    async (request, reply) => {
+      if (!carriesToken(request.headers.authorization, token)) {
+        reply.header('WWW-Authenticate', 'Bearer realm="metrics"');
+        throw new AppError('unauthorized', REFUSED);
+      }
+      const { contentType, body } = await metrics.render();
+      return reply.type(contentType).send(body);
+    },
+  );
 }
 
 export interface MetricsServer {

@@ -62,6 +62,7 @@ export async function storageRoutes(app: App, deps: AppDeps) {
     `${EMBEDDED_ENDPOINT_PATH}/:bucket/*`,
     {
       schema: {
+        operationId: 'downloadStorageObject',
         tags: ['Storage'],
         summary: 'Download a stored object through a presigned URL (embedded S3-compatible endpoint)',
         description:
@@ -149,6 +150,11 @@ export async function storageRoutes(app: App, deps: AppDeps) {
  * rate limited, and answers S3's XML errors, never the API's JSON body.
  */
 async function uploadRoute(app: App, storage: LocalObjectStorage) {
+  // What every success answer carries, as S3's does (documentation only: the handler sets them).
+  const storedHeaders = {
+    Location: { type: 'string', format: 'uri', description: 'The stored object’s address' },
+    ETag: { type: 'string', description: 'The stored object’s entity tag (its MD5, quoted)' },
+  };
   // multipart/form-data is understood here in a scope of its own, as for the API's upload routes.
   await app.register(async (scope: App) => {
     await scope.register(multipart, { throwFileSizeLimit: false });
@@ -156,6 +162,7 @@ async function uploadRoute(app: App, storage: LocalObjectStorage) {
       `${EMBEDDED_ENDPOINT_PATH}/:bucket`,
       {
         schema: {
+          operationId: 'uploadStorageObject',
           tags: ['Storage'],
           summary: 'Upload an object with a presigned POST form (embedded S3-compatible endpoint)',
           description:
@@ -192,12 +199,13 @@ async function uploadRoute(app: App, storage: LocalObjectStorage) {
             },
           },
           response: {
-            200: { description: 'Stored (success_action_status=200)', type: 'null' },
+            200: { description: 'Stored (success_action_status=200)', type: 'null', headers: storedHeaders },
             201: {
               description: 'Stored (success_action_status=201): an S3 PostResponse XML document',
+              headers: storedHeaders,
               content: { 'application/xml': { schema: { type: 'string' } } },
             },
-            204: { description: 'Stored; ETag and Location headers', type: 'null' },
+            204: { description: 'Stored; ETag and Location headers', type: 'null', headers: storedHeaders },
             400: XmlError,
             403: XmlError,
             404: XmlError,
