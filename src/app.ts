@@ -59,6 +59,8 @@ import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
 import { installCollectionsAgent } from './modules/agents/collections-agent.ts';
 import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
 import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
+import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
+import { registerWebhookJobs } from './modules/webhooks/webhooks.jobs.ts';
 import { loggerOptions, requestChildLogger } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
 import { NO_METRICS } from './platform/observability/metrics.ts';
@@ -100,6 +102,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'organization-settings', routes: [organizationSettingsRoutes] },
   { name: 'audit', routes: [auditRoutes], jobs: registerAuditJobs },
   { name: 'members', routes: [memberRoutes, invitationRoutes] },
+  { name: 'webhooks', routes: [webhookRoutes], jobs: registerWebhookJobs },
   { name: 'storage', routes: [storageRoutes] },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];

@@ -425,7 +425,7 @@ async function run(argv: string[], out: Output, host: CommandHost, ran: { comman
     });
     out.result(
       result,
-      `Sealed under key ${result.key_id}: ${result.billing_secrets} billing secrets, ${result.smtp_urls} SMTP URLs, ${result.totp_secrets} TOTP secrets`,
+      `Sealed under key ${result.key_id}: ${result.billing_secrets} billing secrets, ${result.smtp_urls} SMTP URLs, ${result.totp_secrets} TOTP secrets, ${result.webhook_secrets} webhook secrets`,
     );
     return;
   }

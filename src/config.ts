@@ -38,6 +38,8 @@ export interface Config {
   allowPrivateNetworkTargets: boolean;
   /** How long a billing partner has to answer an invoice sync (CONTRACT §6: 5 s). */
   billingTimeoutMs: number;
+  /** How long a webhook endpoint has to answer one delivery (docs/webhooks.md; default 10 s). */
+  webhookTimeoutMs: number;
   /** Object storage (CONTRACT §6): the embedded store under `dataDir`, or any S3 API. */
   objectStorage: ObjectStorageConfig;
   /** Seconds a presigned download URL stays valid (default 900; S3 allows at most 7 days). */
@@ -400,6 +402,7 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
+    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
     objectStorage: storage,
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),

@@ -18,3 +18,4 @@ export * from './modules/metrics/metrics.tables.ts';
 export * from './modules/audit/audit.tables.ts';
 export * from './modules/people/sign-in.tables.ts';
 export * from './modules/people/invitations.tables.ts';
+export * from './modules/webhooks/webhooks.tables.ts';

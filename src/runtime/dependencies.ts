@@ -130,7 +130,7 @@ export async function startProcessRuntime(
               '(without it they cannot be read), or set SECRET_KEY',
           );
         }
-        if (resealed.billing_secrets + resealed.smtp_urls + resealed.totp_secrets > 0) {
+        if (Object.values(resealed).some((count) => count > 0)) {
           next.info(
             { ...resealed, key_id: keyring.box.currentKeyId },
             'stored credentials sealed under the current key',

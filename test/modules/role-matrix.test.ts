@@ -48,6 +48,11 @@ const VALID_BODIES: Record<string, unknown> = {
   },
   // Takes no body.
   'POST /api/organization/{organization_uid}/invitations/{uid}/resend': {},
+  'POST /api/organization/{organization_uid}/webhook-endpoints': { url: 'https://hooks.example.test/remit' },
+  'PATCH /api/organization/{organization_uid}/webhook-endpoints/{uid}': { description: 'ERP' },
+  'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/rotate-secret': {},
+  'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/test': {},
+  'POST /api/organization/{organization_uid}/webhook-endpoints/deliveries/{delivery_uid}/resend': {},
 };
 
 let t: TestApp;

@@ -93,6 +93,9 @@ describe('row-level security', () => {
       `select table_name from information_schema.tables where table_schema = 'public' and table_type = 'BASE TABLE'`,
     );
     const tenant = new Set(tables.map((row) => row.table_name));
+    // Named, so dropping organization_uid from one (and with it the check above) would be seen.
+    for (const name of ['webhook_endpoints', 'events', 'webhook_deliveries'])
+      expect(tenant.has(name), name).toBe(true);
     // Everything else is global by design, and listed here so a new table must choose.
     expect(
       all

@@ -171,6 +171,7 @@ describe('credentials in the database', () => {
       billing_secrets: 0,
       smtp_urls: 0,
       totp_secrets: 0,
+      webhook_secrets: 0,
     });
   });
 });

@@ -50,6 +50,11 @@ export const AUDIT_ACTIONS = [
   'email.sent',
   'email.failed',
   'organization.settings_changed',
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.secret_rotated',
+  'webhook_endpoint.disabled',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

@@ -32,6 +32,7 @@ import type {
   LineItemUpdateT,
   UpdateInvoiceBodyT,
 } from './invoices.schemas.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 /** `2026-03-05` is midnight UTC; a date-time keeps its instant. */
 export function toInstant(value: string | null | undefined): Date | null | undefined {
@@ -369,7 +370,10 @@ export async function createInvoice(
         },
         ...inserted.map(lineItemCreated),
       ]);
-      return viewOf(tx, updated);
+      const view = await viewOf(tx, updated);
+      // In this transaction: the event (and its deliveries) exist exactly when the invoice does.
+      await emitEvent(tx, ctx, 'invoice.created', { type: 'invoice', uid: row.uid }, { invoice: view });
+      return view;
     });
   } catch (error) {
     duplicateNumber(error, body.invoice_number);

@@ -23,6 +23,7 @@ import {
 } from './work-tasks.tables.ts';
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -510,6 +511,13 @@ async function resolveApproval(
       });
   }
   const view = await viewOf(tx, resolved);
+  await emitEvent(
+    tx,
+    ctx,
+    'work_task.approval_decided',
+    { type: 'work_task', uid: task.uid, organizationUid: org },
+    { work_task: view, decision: body.action },
+  );
   return warning ? { ...view, _warning: warning } : view;
 }
 

@@ -262,6 +262,11 @@ export const API_TAGS = [
   { name: 'Search', description: 'Search and type-ahead across the organization (docs/search.md).' },
   { name: 'Audit log', description: 'Who changed what, for admins (docs/audit-log.md).' },
   {
+    name: 'Webhooks',
+    description:
+      'Endpoints that receive signed events, their delivery log, and the events of the last 30 days (docs/webhooks.md).',
+  },
+  {
     name: 'Storage',
     description:
       'The embedded object store’s S3-compatible download and upload endpoints, reached through presigned URLs and forms (docs/storage.md).',

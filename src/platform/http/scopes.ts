@@ -18,6 +18,8 @@ export const SCOPES = [
   'audit:read',
   'members:read',
   'members:write',
+  'webhooks:read',
+  'webhooks:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -28,6 +30,8 @@ const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>([
   'audit:read',
   'members:read',
   'members:write',
+  'webhooks:read',
+  'webhooks:write',
 ]);
 
 export function isScope(value: string): value is Scope {

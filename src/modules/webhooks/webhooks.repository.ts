@@ -1,0 +1,337 @@
+import { and, asc, count, desc, eq, getTableColumns, gte, inArray, lt, sql } from 'drizzle-orm';
+import type { DbOrTx } from '../../platform/db/client.ts';
+import { events, webhookDeliveries, webhookEndpoints } from './webhooks.tables.ts';
+
+export type EndpointRow = typeof webhookEndpoints.$inferSelect;
+export type EventRow = typeof events.$inferSelect;
+export type DeliveryRow = typeof webhookDeliveries.$inferSelect;
+
+// ---- endpoints ----
+
+export async function insertEndpoint(
+  db: DbOrTx,
+  values: Pick<
+    typeof webhookEndpoints.$inferInsert,
+    'uid' | 'organizationUid' | 'url' | 'description' | 'eventTypes' | 'enabled' | 'secret'
+  >,
+): Promise<EndpointRow> {
+  const [row] = await db.insert(webhookEndpoints).values(values).returning();
+  return row!;
+}
+
+export async function findEndpoint(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<EndpointRow | undefined> {
+  const query = db
+    .select()
+    .from(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.organizationUid, organizationUid), eq(webhookEndpoints.uid, uid)));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+export async function listEndpoints(
+  db: DbOrTx,
+  organizationUid: string,
+  page: { limit: number; offset: number },
+): Promise<{ items: EndpointRow[]; total: number }> {
+  const where = eq(webhookEndpoints.organizationUid, organizationUid);
+  const items = await db
+    .select()
+    .from(webhookEndpoints)
+    .where(where)
+    .orderBy(desc(webhookEndpoints.createdAt), desc(webhookEndpoints.uid))
+    .limit(page.limit)
+    .offset(page.offset);
+  const [total] = await db.select({ n: count() }).from(webhookEndpoints).where(where);
+  return { items, total: Number(total?.n ?? 0) };
+}
+
+export async function updateEndpoint(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<typeof webhookEndpoints.$inferInsert>,
+): Promise<EndpointRow | undefined> {
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(and(eq(webhookEndpoints.organizationUid, organizationUid), eq(webhookEndpoints.uid, uid)))
+    .returning();
+  return row;
+}
+
+export async function deleteEndpoint(db: DbOrTx, organizationUid: string, uid: string): Promise<boolean> {
+  const rows = await db
+    .delete(webhookEndpoints)
+    .where(and(eq(webhookEndpoints.organizationUid, organizationUid), eq(webhookEndpoints.uid, uid)))
+    .returning({ uid: webhookEndpoints.uid });
+  return rows.length > 0;
+}
+
+/** The enabled endpoints an event of `type` goes to: those subscribed to it, or to everything. */
+export async function endpointsFor(
+  db: DbOrTx,
+  organizationUid: string,
+  type: string,
+): Promise<{ uid: string }[]> {
+  return db
+    .select({ uid: webhookEndpoints.uid })
+    .from(webhookEndpoints)
+    .where(
+      and(
+        eq(webhookEndpoints.organizationUid, organizationUid),
+        eq(webhookEndpoints.enabled, true),
+        sql`(cardinality(${webhookEndpoints.eventTypes}) = 0 or ${type} = any(${webhookEndpoints.eventTypes}))`,
+      ),
+    )
+    .orderBy(asc(webhookEndpoints.createdAt), asc(webhookEndpoints.uid));
+}
+
+// ---- events ----
+
+export async function insertEvent(
+  db: DbOrTx,
+  values: Pick<
+    typeof events.$inferInsert,
+    'organizationUid' | 'type' | 'entityType' | 'entityUid' | 'payload'
+  >,
+): Promise<EventRow> {
+  const [row] = await db.insert(events).values(values).returning();
+  return row!;
+}
+
+export async function findEvent(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<EventRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(events)
+    .where(and(eq(events.organizationUid, organizationUid), eq(events.uid, uid)));
+  return row;
+}
+
+export async function listEvents(
+  db: DbOrTx,
+  organizationUid: string,
+  filter: { since: Date; type?: string | undefined; entityUid?: string | undefined },
+  page: { limit: number; offset: number },
+): Promise<{ items: EventRow[]; total: number }> {
+  const where = and(
+    eq(events.organizationUid, organizationUid),
+    gte(events.createdAt, filter.since),
+    filter.type !== undefined ? eq(events.type, filter.type) : undefined,
+    filter.entityUid !== undefined ? eq(events.entityUid, filter.entityUid) : undefined,
+  );
+  const items = await db
+    .select()
+    .from(events)
+    .where(where)
+    .orderBy(desc(events.createdAt), desc(events.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  const [total] = await db.select({ n: count() }).from(events).where(where);
+  return { items, total: Number(total?.n ?? 0) };
+}
+
+/** Retention: events (and their deliveries, by cascade) older than `before`, of every organization. */
+export async function purgeEventsBefore(db: DbOrTx, before: Date, limit: number): Promise<number> {
+  const batch = db.select({ uid: events.uid }).from(events).where(lt(events.createdAt, before)).limit(limit);
+  const deleted = await db.delete(events).where(inArray(events.uid, batch)).returning({ uid: events.uid });
+  return deleted.length;
+}
+
+// ---- deliveries ----
+
+export async function insertDeliveries(
+  db: DbOrTx,
+  values: Pick<
+    typeof webhookDeliveries.$inferInsert,
+    'organizationUid' | 'endpointUid' | 'eventUid' | 'entityType' | 'entityUid' | 'nextAttemptAt'
+  >[],
+): Promise<DeliveryRow[]> {
+  if (values.length === 0) return [];
+  return db.insert(webhookDeliveries).values(values).returning();
+}
+
+export type DeliveryWithEvent = DeliveryRow & { eventType: string };
+
+const withEventType = { ...getTableColumns(webhookDeliveries), eventType: events.type };
+
+export async function findDelivery(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<DeliveryWithEvent | undefined> {
+  const [row] = await db
+    .select(withEventType)
+    .from(webhookDeliveries)
+    .innerJoin(events, eq(events.uid, webhookDeliveries.eventUid))
+    .where(and(eq(webhookDeliveries.organizationUid, organizationUid), eq(webhookDeliveries.uid, uid)));
+  return row;
+}
+
+export async function listDeliveries(
+  db: DbOrTx,
+  organizationUid: string,
+  endpointUid: string,
+  filter: { status?: string | undefined },
+  page: { limit: number; offset: number },
+): Promise<{ items: DeliveryWithEvent[]; total: number }> {
+  const where = and(
+    eq(webhookDeliveries.organizationUid, organizationUid),
+    eq(webhookDeliveries.endpointUid, endpointUid),
+    filter.status !== undefined
+      ? eq(webhookDeliveries.status, filter.status as DeliveryRow['status'])
+      : undefined,
+  );
+  const items = await db
+    .select(withEventType)
+    .from(webhookDeliveries)
+    .innerJoin(events, eq(events.uid, webhookDeliveries.eventUid))
+    .where(where)
+    .orderBy(desc(webhookDeliveries.createdAt), desc(webhookDeliveries.id))
+    .limit(page.limit)
+    .offset(page.offset);
+  const [total] = await db.select({ n: count() }).from(webhookDeliveries).where(where);
+  return { items, total: Number(total?.n ?? 0) };
+}
+
+/**
+ * Takes one delivery for an attempt, or nothing when it is not due, is held by another worker's lease,
+ * its endpoint is disabled, or an earlier delivery of the same entity to the same endpoint is still
+ * pending (per-entity order). The attempt is counted now, before the call: a worker killed mid-send
+ * leaves the row pending, and it is taken again once `leasedUntil` has passed (at least once).
+ */
+export async function claimDelivery(
+  db: DbOrTx,
+  uid: string,
+  now: Date,
+  leasedUntil: Date,
+): Promise<DeliveryRow | undefined> {
+  const at = now.toISOString();
+  const [row] = await db
+    .update(webhookDeliveries)
+    .set({
+      attempts: sql`${webhookDeliveries.attempts} + 1`,
+      leasedUntil,
+      firstAttemptAt: sql`coalesce(${webhookDeliveries.firstAttemptAt}, ${at}::timestamptz)`,
+      lastAttemptAt: now,
+      updatedAt: sql`now()`,
+    })
+    .where(and(eq(webhookDeliveries.uid, uid), claimable(at)))
+    .returning();
+  return row;
+}
+
+const claimable = (at: string) => sql`${webhookDeliveries.status} in ('pending', 'failed')
+  and ${webhookDeliveries.nextAttemptAt} <= ${at}::timestamptz
+  and (${webhookDeliveries.leasedUntil} is null or ${webhookDeliveries.leasedUntil} <= ${at}::timestamptz)
+  and exists (select 1 from ${webhookEndpoints} e
+               where e.uid = ${webhookDeliveries.endpointUid} and e.enabled)
+  and not exists (select 1 from ${webhookDeliveries} earlier
+                   where earlier.endpoint_uid = ${webhookDeliveries.endpointUid}
+                     and earlier.entity_type = ${webhookDeliveries.entityType}
+                     and earlier.entity_uid = ${webhookDeliveries.entityUid}
+                     and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`;
+
+/** Deliveries of every organization that could be claimed now, oldest first (the sweep's work list). */
+export async function dueDeliveries(db: DbOrTx, now: Date, limit: number): Promise<{ uid: string }[]> {
+  return db
+    .select({ uid: webhookDeliveries.uid })
+    .from(webhookDeliveries)
+    .where(claimable(now.toISOString()))
+    .orderBy(asc(webhookDeliveries.nextAttemptAt), asc(webhookDeliveries.id))
+    .limit(limit);
+}
+
+/** The next pending delivery of the same entity to the same endpoint, once `delivery` is settled. */
+export async function nextOfEntity(db: DbOrTx, delivery: DeliveryRow): Promise<DeliveryRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.organizationUid, delivery.organizationUid),
+        eq(webhookDeliveries.endpointUid, delivery.endpointUid),
+        eq(webhookDeliveries.entityType, delivery.entityType),
+        eq(webhookDeliveries.entityUid, delivery.entityUid),
+        inArray(webhookDeliveries.status, ['pending', 'failed']),
+        sql`${webhookDeliveries.id} > ${delivery.id}`,
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.id))
+    .limit(1);
+  return row;
+}
+
+export async function settleDelivery(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: Partial<typeof webhookDeliveries.$inferInsert>,
+): Promise<DeliveryRow | undefined> {
+  const [row] = await db
+    .update(webhookDeliveries)
+    .set({ ...values, updatedAt: sql`now()` })
+    .where(and(eq(webhookDeliveries.organizationUid, organizationUid), eq(webhookDeliveries.uid, uid)))
+    .returning();
+  return row;
+}
+
+/** Every organization's endpoint secrets, for `remit secrets rotate` (resealing). */
+export async function listEndpointSecretsOfAllOrganizations(db: DbOrTx) {
+  return db
+    .select({
+      uid: webhookEndpoints.uid,
+      secret: webhookEndpoints.secret,
+      previousSecret: webhookEndpoints.previousSecret,
+    })
+    .from(webhookEndpoints);
+}
+
+/** One more failed attempt: counted, and `failing_since` set unless it already is. */
+export async function noteEndpointFailure(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  now: Date,
+): Promise<EndpointRow | undefined> {
+  const [row] = await db
+    .update(webhookEndpoints)
+    .set({
+      consecutiveFailures: sql`${webhookEndpoints.consecutiveFailures} + 1`,
+      failingSince: sql`coalesce(${webhookEndpoints.failingSince}, ${now.toISOString()}::timestamptz)`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(eq(webhookEndpoints.organizationUid, organizationUid), eq(webhookEndpoints.uid, uid)))
+    .returning();
+  return row;
+}
+
+/** Replaces sealed secrets only if they are still what was read (a rotation meanwhile wins). */
+export async function replaceEndpointSecrets(
+  db: DbOrTx,
+  read: { uid: string; secret: string; previousSecret: string | null },
+  values: { secret?: string; previousSecret?: string },
+): Promise<number> {
+  const rows = await db
+    .update(webhookEndpoints)
+    .set(values)
+    .where(
+      and(
+        eq(webhookEndpoints.uid, read.uid),
+        eq(webhookEndpoints.secret, read.secret),
+        read.previousSecret === null
+          ? sql`${webhookEndpoints.previousSecret} is null`
+          : eq(webhookEndpoints.previousSecret, read.previousSecret),
+      ),
+    )
+    .returning({ uid: webhookEndpoints.uid });
+  return rows.length;
+}

@@ -1,0 +1,100 @@
+import crypto from 'node:crypto';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { rawQuery } from '../../src/platform/db/client.ts';
+import { emitEvent } from '../../src/modules/webhooks/webhooks.service.ts';
+import { createTestApp, type TestApp } from '../helpers/app.ts';
+import { call } from '../helpers/http.ts';
+import { createPrincipals, type Principals } from '../helpers/principals.ts';
+import { until } from '../helpers/until.ts';
+import { WebhookReceiver } from '../helpers/webhook-receiver.ts';
+
+/**
+ * The job path with the app's own workers running (pg-boss): the job enqueued with the event delivers
+ * it, a failed attempt's retry job delivers it again after its backoff, and events of one entity
+ * arrive in order although their jobs run as they come. webhooks.test.ts drives the same functions
+ * with a fake clock; this one waits on the receiver (never a fixed sleep).
+ */
+let t: TestApp;
+let p: Principals;
+let receiver: WebhookReceiver;
+
+beforeAll(async () => {
+  t = await createTestApp({ workers: true, env: { RATE_LIMIT_MAX: '100000' } });
+  p = await createPrincipals(t);
+  receiver = await WebhookReceiver.start();
+});
+// One endpoint per test: a scripted answer must reach the endpoint the test means.
+afterEach(async () => {
+  await rawQuery(t.db, 'delete from webhook_endpoints');
+  receiver.script = [];
+});
+afterAll(async () => {
+  await receiver?.close();
+  await t?.close();
+});
+
+async function register(path: string) {
+  const res = await call(t.app, 'POST', `/api/organization/${p.orgA.uid}/webhook-endpoints`, {
+    key: p.orgA.admin.key,
+    body: { url: receiver.url(path) },
+  });
+  expect(res.status, res.raw).toBe(201);
+  return res.body.data as { uid: string; secret: string };
+}
+
+describe('delivery by the workers', () => {
+  it('an invoice created over HTTP reaches the receiver through its job, signed', async () => {
+    const endpoint = await register('/created');
+    const res = await call(t.app, 'POST', '/api/invoices', {
+      key: p.orgA.admin.key,
+      body: { invoice_type: 'ACCOUNTS_RECEIVABLE', invoice_number: 'WHW-1', currency: 'USD' },
+    });
+    expect(res.status, res.raw).toBe(201);
+    const [got] = await until(
+      async () => receiver.on('/created').length > 0 && receiver.on('/created'),
+      'the delivery',
+    );
+    expect(got!.json).toMatchObject({
+      type: 'invoice.created',
+      data: { invoice: { uid: res.body.data.uid } },
+    });
+    expect(
+      new Webhook(endpoint.secret).verify(got!.body, got!.headers as Record<string, string>),
+    ).toBeTruthy();
+  });
+
+  it('a 500 is retried by the job enqueued for its backoff (5 s)', async () => {
+    await register('/retry');
+    receiver.script = [{ status: 500 }];
+    await t.db.transaction((tx) =>
+      emitEvent(
+        tx,
+        { organizationUid: p.orgA.uid },
+        'invoice.updated',
+        { type: 'invoice', uid: crypto.randomUUID() },
+        {},
+      ),
+    );
+    const got = await until(
+      async () => receiver.on('/retry').length >= 2 && receiver.on('/retry'),
+      'the retry',
+    );
+    expect(got[0]!.headers['webhook-id']).toBe(got[1]!.headers['webhook-id']);
+  });
+
+  it('events of one entity arrive in the order they were written', async () => {
+    await register('/order');
+    const on = { type: 'invoice', uid: crypto.randomUUID() };
+    for (const n of [1, 2, 3, 4, 5]) {
+      await t.db.transaction((tx) =>
+        emitEvent(tx, { organizationUid: p.orgA.uid }, 'invoice.updated', on, { n }),
+      );
+    }
+    const got = await until(
+      async () => receiver.on('/order').length >= 5 && receiver.on('/order'),
+      'five deliveries',
+    );
+    expect(got.map((r) => r.json.data.n)).toEqual([1, 2, 3, 4, 5]);
+  });
+});
