@@ -193,12 +193,15 @@ describe('the endpoint routes', () => {
     expect(patched.status, patched.raw).toBe(200);
     expect(patched.body.data).toMatchObject({ description: 'ERP 2', event_types: [], enabled: false });
 
-    const audit = await rawQuery<{ action: string }>(
+    const audit = await rawQuery<{ action: string; changes: any }>(
       t.db,
-      'select action from audit_events where entity_uid = $1 order by id',
+      'select action, changes from audit_events where entity_uid = $1 order by id',
       [endpoint.uid],
     );
     expect(audit.map((a) => a.action)).toEqual(['webhook_endpoint.created', 'webhook_endpoint.updated']);
+    // Field names as the API shows them, as in every audit event; only what changed on update.
+    expect(audit[0]!.changes).toMatchObject({ url: { before: null }, event_types: { before: null } });
+    expect(Object.keys(audit[1]!.changes).sort()).toEqual(['description', 'enabled', 'event_types']);
 
     const removed = await call(t.app, 'DELETE', `${base()}/${endpoint.uid}`, { key: admin() });
     expect(removed.status).toBe(200);
@@ -519,7 +522,7 @@ describe('delivery', () => {
     );
     expect(audit).toMatchObject({
       actor_type: 'system',
-      changes: { enabled: { before: true, after: false } },
+      changes: { enabled: { before: true, after: false }, disabled_reason: { before: null } },
     });
 
     // Disabled: new events are not queued for it, and nothing is sent.

@@ -9,7 +9,13 @@ import type { JobDeps } from '../../platform/http/types.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import type { Metrics } from '../../platform/observability/metrics.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
-import { jobOrigin, recordAuditEvent, type AuditOrigin } from '../audit/audit.service.ts';
+import {
+  changesBetween,
+  jobOrigin,
+  recordAuditEvent,
+  recordUpdate,
+  type AuditOrigin,
+} from '../audit/audit.service.ts';
 import {
   DISABLE_AFTER_MS,
   generateWebhookSecret,
@@ -238,9 +244,7 @@ export async function createEndpoint(
       organizationUid: ctx.organizationUid,
       action: 'webhook_endpoint.created',
       entityUid: uid,
-      changes: Object.fromEntries(
-        Object.entries(auditState(row)).map(([field, after]) => [field, { before: null, after }]),
-      ),
+      changes: changesBetween(null, auditState(row)),
     });
     return { ...toEndpointView(row), secret };
   });
@@ -292,21 +296,13 @@ export async function updateEndpoint(
       }
     }
     const after = (await repo.updateEndpoint(tx, ctx.organizationUid, uid, values))!;
-    const changes = Object.fromEntries(
-      Object.entries(auditState(after))
-        .filter(
-          ([field, value]) => JSON.stringify(value) !== JSON.stringify(auditState(before)[field as 'url']),
-        )
-        .map(([field, value]) => [field, { before: auditState(before)[field as 'url'], after: value }]),
-    );
-    if (Object.keys(changes).length > 0) {
-      await recordAuditEvent(tx, ctx, {
-        organizationUid: ctx.organizationUid,
-        action: 'webhook_endpoint.updated',
-        entityUid: uid,
-        changes,
-      });
-    }
+    await recordUpdate(tx, ctx, {
+      organizationUid: ctx.organizationUid,
+      action: 'webhook_endpoint.updated',
+      entityUid: uid,
+      before: auditState(before),
+      after: auditState(after),
+    });
     return toEndpointView(after);
   });
 }
@@ -321,9 +317,7 @@ export async function deleteEndpoint(db: Db, ctx: RequestContext, uid: string): 
       organizationUid: ctx.organizationUid,
       action: 'webhook_endpoint.deleted',
       entityUid: uid,
-      changes: Object.fromEntries(
-        Object.entries(auditState(row)).map(([field, before]) => [field, { before, after: null }]),
-      ),
+      changes: changesBetween(auditState(row), null),
     });
     return toEndpointView(row);
   });
@@ -583,7 +577,7 @@ async function noteEndpointFailure(
     entityUid: endpoint.uid,
     changes: {
       enabled: { before: true, after: false },
-      disabledReason: { before: null, after: reason },
+      disabled_reason: { before: null, after: reason },
     },
   });
 }
