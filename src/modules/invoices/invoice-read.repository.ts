@@ -6,10 +6,16 @@ import { assembleInvoiceViews, type InvoiceView } from './invoice-view.ts';
 import { invoiceComments, invoiceIntegrations, invoiceLineItems, invoices } from './invoices.tables.ts';
 import type { InvoiceRow } from './invoices.repository.ts';
 
+type ColumnEntry = [key: string, column: ReturnType<typeof getTableColumns>[string]];
+const columnEntries = new WeakMap<PgTable, ColumnEntry[]>();
+
 /** A row that came back as JSON (snake_case, timestamps as text) → the table's typed row. */
 function rowFromJson<T extends PgTable>(table: T, json: Record<string, unknown>): T['$inferSelect'] {
+  // The column list once per table, not an Object.entries of it per row (this runs per request).
+  let entries = columnEntries.get(table);
+  if (!entries) columnEntries.set(table, (entries = Object.entries(getTableColumns(table))));
   const out: Record<string, unknown> = {};
-  for (const [key, column] of Object.entries(getTableColumns(table))) {
+  for (const [key, column] of entries) {
     const value = json[column.name];
     out[key] = value === null || value === undefined ? null : column.mapFromDriverValue(value);
   }
