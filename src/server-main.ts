@@ -6,7 +6,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { DataDirLockedError } from './platform/db/lock.ts';
 import { createRateLimiter } from './platform/http/rate-limit.ts';
 import { startProcessRuntime, stopOnSignals } from './runtime/dependencies.ts';
-import { shutdownTracing } from './platform/observability/tracing.ts';
+import { logTracingTarget, shutdownTracing } from './platform/observability/tracing.ts';
 
 async function main() {
   const config = loadConfig();
@@ -59,14 +59,7 @@ async function main() {
 
   await app.listen({ port: config.port, host: config.host });
   await runtime.serveMetricsPort(app.log);
-  if (config.tracing) {
-    app.log.info(
-      // The receiver's origin only: a URL may carry credentials.
-      { receiver: new URL(config.tracing.url).origin, service: config.tracing.serviceName },
-      'tracing: spans sent over OTLP/HTTP',
-    );
-    if (config.tracing.protocolNote) app.log.warn(config.tracing.protocolNote);
-  }
+  logTracingTarget(app.log, config.tracing);
   app.log.info(
     {
       engine: deps.database.kind,

@@ -4,7 +4,7 @@ import type { AdminCommandHandler } from '../platform/admin-socket.ts';
 import type { Database } from '../platform/db/client.ts';
 import { DataDirLockedError } from '../platform/db/lock.ts';
 import { loggerOptions } from '../platform/logging.ts';
-import { shutdownTracing } from '../platform/observability/tracing.ts';
+import { logTracingTarget, shutdownTracing } from '../platform/observability/tracing.ts';
 import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
 
 /**
@@ -46,14 +46,7 @@ export async function runWorker(
     await runtime.close();
     await shutdownTracing(); // sends the spans still buffered
   });
-  if (config.tracing) {
-    log.info(
-      // The receiver's origin only: a URL may carry credentials.
-      { receiver: new URL(config.tracing.url).origin, service: config.tracing.serviceName },
-      'tracing: spans sent over OTLP/HTTP',
-    );
-    if (config.tracing.protocolNote) log.warn(config.tracing.protocolNote);
-  }
+  logTracingTarget(log, config.tracing);
   log.info(
     {
       engine: deps.database.kind,

@@ -11,6 +11,7 @@ import type { Metrics } from '../../platform/observability/metrics.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import {
   changesBetween,
+  REDACTED,
   jobOrigin,
   recordAuditEvent,
   recordUpdate,
@@ -143,11 +144,17 @@ async function writeEvent(
 
 // ---- views ----
 
-export function toEndpointView(row: repo.EndpointRow, now = new Date()) {
-  const previousValid =
-    row.previousSecret !== null &&
+/** The secret before the last rotation, while it still signs (its 24 h overlap); else null. */
+function previousSecretInForce(row: repo.EndpointRow, now: Date): { sealed: string; expiresAt: Date } | null {
+  return row.previousSecret !== null &&
     row.previousSecretExpiresAt !== null &&
-    row.previousSecretExpiresAt.getTime() > now.getTime();
+    row.previousSecretExpiresAt.getTime() > now.getTime()
+    ? { sealed: row.previousSecret, expiresAt: row.previousSecretExpiresAt }
+    : null;
+}
+
+export function toEndpointView(row: repo.EndpointRow, now = new Date()) {
+  const previous = previousSecretInForce(row, now);
   return {
     uid: row.uid,
     organization_uid: row.organizationUid,
@@ -156,7 +163,7 @@ export function toEndpointView(row: repo.EndpointRow, now = new Date()) {
     event_types: row.eventTypes,
     enabled: row.enabled,
     disabled_reason: row.disabledReason,
-    previous_secret_expires_at: previousValid ? row.previousSecretExpiresAt!.toISOString() : null,
+    previous_secret_expires_at: previous?.expiresAt.toISOString() ?? null,
     failing_since: row.failingSince?.toISOString() ?? null,
     last_success_at: row.lastSuccessAt?.toISOString() ?? null,
     created_at: row.createdAt.toISOString(),
@@ -348,7 +355,7 @@ export async function rotateEndpointSecret(
       organizationUid: ctx.organizationUid,
       action: 'webhook_endpoint.secret_rotated',
       entityUid: uid,
-      changes: { secret: { before: '[redacted]', after: '[redacted]' } },
+      changes: { secret: { before: REDACTED, after: REDACTED } },
     });
     return { ...toEndpointView(after, now), secret };
   });
@@ -471,13 +478,8 @@ export async function deliverWebhook(
   let error: string | null = null;
   try {
     const secrets = [options.secrets.open(endpoint.secret, secretPurpose(endpoint.uid))];
-    if (
-      endpoint.previousSecret &&
-      endpoint.previousSecretExpiresAt &&
-      endpoint.previousSecretExpiresAt > now
-    ) {
-      secrets.push(options.secrets.open(endpoint.previousSecret, previousSecretPurpose(endpoint.uid)));
-    }
+    const previous = previousSecretInForce(endpoint, now);
+    if (previous) secrets.push(options.secrets.open(previous.sealed, previousSecretPurpose(endpoint.uid)));
     // The address rules again, on the address actually connected to (DNS may have changed).
     const response = await sendOutbound(endpoint.url, {
       method: 'POST',

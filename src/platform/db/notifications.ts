@@ -41,11 +41,15 @@ function register(registry: Registry, channel: string, listener: ChannelListener
 
 const quoted = (channel: string) => `"${channel.replaceAll('"', '""')}"`;
 
+/** One statement that listens on every channel (a pool connection and the dedicated one alike). */
+const listenStatement = (channels: Iterable<string>) =>
+  [...channels].map((channel) => `LISTEN ${quoted(channel)}`).join('; ');
+
 /**
  * PGlite is one session in this process: once it listens it hears every change, and a transaction's
  * notification arrives before its COMMIT resolves.
  */
-export function pgliteNotifications(lite: PGlite, onError?: (error: unknown) => void): Notifications {
+export function pgliteNotifications(lite: PGlite): Notifications {
   const registry: Registry = new Map();
   const listening = new Map<string, Promise<unknown>>();
   return {
@@ -57,9 +61,10 @@ export function pgliteNotifications(lite: PGlite, onError?: (error: unknown) => 
       }
       const unregister = register(registry, channel, listener);
       listener.live(false);
+      // Should LISTEN fail, the listener stays not live: a cache then serves nothing, as it must.
       started.then(
         () => listener.live(true),
-        (error: unknown) => onError?.(error),
+        () => undefined,
       );
       return unregister;
     },
@@ -95,9 +100,7 @@ export function listenOnConnection(client: unknown, pool: PoolChannels): Promise
   const first = connection[LISTENED] === undefined;
   connection[LISTENED] = pool.version;
   if (first) connection.on('notification', (message) => pool.deliver(message.channel));
-  return connection
-    .query([...pool.channels].map((channel) => `LISTEN ${quoted(channel)}`).join('; '))
-    .then(() => undefined);
+  return connection.query(listenStatement(pool.channels)).then(() => undefined);
 }
 
 export interface PostgresNotificationsOptions {
@@ -105,7 +108,6 @@ export interface PostgresNotificationsOptions {
   /** Reconnect delays after a lost connection: from `minRetryMs`, doubling to `maxRetryMs`. */
   minRetryMs?: number;
   maxRetryMs?: number;
-  onError?: (error: unknown) => void;
 }
 
 /**
@@ -133,11 +135,11 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
     for (const listeners of registry.values()) for (const listener of listeners) listener.live(value);
   };
 
-  const lost = (lostClient: pg.Client, error?: unknown) => {
+  // Why it was lost does not matter: not live until a new connection listens again.
+  const lost = (lostClient: pg.Client) => {
     if (client !== lostClient) return;
     client = null;
     setLive(false);
-    if (error) options.onError?.(error);
     lostClient.end().catch(() => undefined);
     if (closed || retryTimer) return;
     retryTimer = setTimeout(() => {
@@ -148,8 +150,7 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
     retryMs = Math.min(retryMs * 2, options.maxRetryMs ?? 30_000);
   };
 
-  const listenAll = (connection: pg.Client) =>
-    connection.query([...channels].map((channel) => `LISTEN ${quoted(channel)}`).join('; '));
+  const listenAll = (connection: pg.Client) => connection.query(listenStatement(channels));
 
   // Connects when needed and listens on every channel registered so far (again, if one was added
   // meanwhile); live once both hold.
@@ -163,15 +164,15 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
           connectionTimeoutMillis: 10_000,
           application_name: 'remit notifications',
         });
-        next.on('error', (error) => lost(next, error));
+        next.on('error', () => lost(next));
         next.on('end', () => lost(next));
         next.on('notification', (message) => dispatch(registry, message.channel));
         client = current = next;
         listenedVersion = -1;
         try {
           await next.connect();
-        } catch (error) {
-          lost(next, error);
+        } catch {
+          lost(next);
           return;
         }
       }
@@ -184,8 +185,8 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
       const wanted = version;
       try {
         await listenAll(current);
-      } catch (error) {
-        lost(current, error);
+      } catch {
+        lost(current);
         return;
       }
       if (client === current) listenedVersion = wanted;

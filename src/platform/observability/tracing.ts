@@ -1,4 +1,5 @@
 import type { Tracer } from '@opentelemetry/api';
+import type { TracingConfig } from '../../config.ts';
 
 /**
  * Our own seams into OpenTelemetry (docs/observability.md#traces): spans for jobs, outside calls and
@@ -95,4 +96,18 @@ export async function shutdownTracing(): Promise<void> {
   const tracing = active;
   active = undefined;
   await tracing?.shutdown();
+}
+
+/** Says at start where spans go (server and worker alike), and why the protocol differs if it does. */
+export function logTracingTarget(
+  log: { info(fields: object, message: string): void; warn(message: string): void },
+  tracing: TracingConfig | undefined,
+): void {
+  if (!tracing) return;
+  // The receiver's origin only: a URL may carry credentials.
+  log.info(
+    { receiver: new URL(tracing.url).origin, service: tracing.serviceName },
+    'tracing: spans sent over OTLP/HTTP',
+  );
+  if (tracing.protocolNote) log.warn(tracing.protocolNote);
 }
