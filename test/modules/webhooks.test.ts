@@ -1,6 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- API answers are checked field by field */
 import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { claimDelivery } from '../../src/modules/webhooks/webhooks.repository.ts';
@@ -18,6 +19,8 @@ import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { engine } from '../helpers/test-database.ts';
+import { until } from '../helpers/until.ts';
 
 /**
  * Outbound webhooks (docs/webhooks.md) against a real local receiver: the admin routes (happy path,
@@ -588,6 +591,43 @@ describe('delivery', () => {
     expect(delivery).toMatchObject({ status: 'succeeded', attempts: 2 });
     expect(receiver.on(endpoint.path)).toHaveLength(1);
   });
+
+  // Two connections wait on each other only on PostgreSQL (PGlite has one).
+  it.skipIf(engine !== 'postgres')(
+    'an endpoint deleted while an attempt is settling: the delete goes through and the attempt is dropped, no deadlock',
+    async () => {
+      const endpoint = await register();
+      await emit('invoice.updated', entity());
+      const admin = new pg.Client({ connectionString: t.databaseUrl });
+      await admin.connect();
+      try {
+        // What DELETE does first: lock the endpoint. The attempt sends, then has to settle.
+        await admin.query('begin');
+        await admin.query('select 1 from webhook_endpoints where uid = $1 for update', [endpoint.uid]);
+        const attempt = deliverDueWebhooks(t.db, options, new Date());
+        await until(
+          async () =>
+            (
+              await admin.query(
+                `select 1 from pg_stat_activity
+                  where datname = current_database() and wait_event_type = 'Lock' and pid <> pg_backend_pid()`,
+              )
+            ).rowCount,
+          'the settling attempt to wait on the lock',
+        );
+        // Then the delete itself, which takes the endpoint's deliveries by cascade.
+        await admin.query('delete from webhook_endpoints where uid = $1', [endpoint.uid]);
+        await admin.query('commit');
+        expect(await attempt).toMatchObject({ skipped: 1, succeeded: 0 });
+        expect(receiver.on(endpoint.path)).toHaveLength(1);
+        expect(
+          await rawQuery(t.db, 'select 1 from webhook_deliveries where endpoint_uid = $1', [endpoint.uid]),
+        ).toHaveLength(0);
+      } finally {
+        await admin.end();
+      }
+    },
+  );
 
   it('an endpoint gets only the types it subscribes to; an empty list means all', async () => {
     const all = await register({ event_types: [] });

@@ -23,13 +23,17 @@ export async function findEndpoint(
   db: DbOrTx,
   organizationUid: string,
   uid: string,
-  options: { forUpdate?: boolean } = {},
+  options: { forUpdate?: boolean; forNoKeyUpdate?: boolean } = {},
 ): Promise<EndpointRow | undefined> {
   const query = db
     .select()
     .from(webhookEndpoints)
     .where(and(eq(webhookEndpoints.organizationUid, organizationUid), eq(webhookEndpoints.uid, uid)));
-  const [row] = options.forUpdate ? await query.for('update') : await query;
+  const [row] = options.forUpdate
+    ? await query.for('update')
+    : options.forNoKeyUpdate
+      ? await query.for('no key update')
+      : await query;
   return row;
 }
 

@@ -507,6 +507,13 @@ export async function deliverWebhook(
   const durationMs = Math.round(performance.now() - started);
 
   return db.transaction(async (tx) => {
+    // The endpoint's row is locked before its delivery's, the order every writer keeps (deleting an
+    // endpoint locks it, then its deliveries by cascade); the other order deadlocks with a delete.
+    const current = await repo.findEndpoint(tx, endpoint.organizationUid, endpoint.uid, {
+      forNoKeyUpdate: true,
+    });
+    // Deleted while the request was out: nothing is left to record.
+    if (!current) return 'skipped';
     const settled = {
       lastResponseStatus: status,
       lastDurationMs: durationMs,
