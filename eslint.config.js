@@ -16,7 +16,9 @@ const MODULE_RULES = [
 ];
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'data/', 'migrations/', 'bench/results/', 'bin/'] },
+  {
+    ignores: ['node_modules/', 'dist/', 'packages/*/dist/', 'data/', 'migrations/', 'bench/results/', 'bin/'],
+  },
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],

@@ -1,4 +1,5 @@
 import { Type, type Static, type TSchema, type TStringOptions } from 'typebox';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
 import { MAX_PAGE } from './pagination.ts';
 
 export const Uuid = Type.String({ format: 'uuid' });
@@ -29,7 +30,13 @@ export const ErrorBody = Type.Object(
     status: Type.Literal('error'),
     status_code: Type.Integer(),
     message: Type.String(),
-    code: Type.String({ description: 'snake_case error code; see docs/errors.md' }),
+    // A string with an `enum` (not a union of literals): generated clients get the union of codes, and the
+    // serializer writes it as a plain string instead of matching branches.
+    code: Type.Unsafe<ErrorCode>({
+      type: 'string',
+      enum: Object.keys(ERROR_CODES),
+      description: 'snake_case error code; see docs/errors.md',
+    }),
     request_id: Type.String({
       description: 'the X-Request-Id of the request; quote it when reporting a problem',
     }),

@@ -1,0 +1,21 @@
+export {
+  createRemitClient,
+  signIn,
+  type ListItem,
+  type ListPath,
+  type RemitClient,
+  type RemitClientOptions,
+  type RemitSession,
+  type SuccessBody,
+} from './client.ts';
+export { RemitApiError, type RemitErrorCode, type RemitFieldError } from './errors.ts';
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  type RemitEventData,
+  type RemitEventType,
+  type RemitWebhookEvent,
+  type VerifyWebhookOptions,
+  type WebhookHeaders,
+} from './webhooks.ts';
+export type { components, operations, paths } from './schema.ts';
