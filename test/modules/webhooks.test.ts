@@ -76,7 +76,7 @@ async function deliveriesOf(endpointUid: string) {
 
 const entity = () => ({ type: 'invoice', uid: crypto.randomUUID() });
 const emit = (type: 'invoice.updated' | 'invoice.created', on: { type: string; uid: string }, payload = {}) =>
-  t.db.transaction((tx) => emitEvent(tx, { organizationUid: p.orgA.uid }, type, on, payload));
+  t.db.transaction((tx) => emitEvent(tx, t.deps.jobs, { organizationUid: p.orgA.uid }, type, on, payload));
 const later = (ms: number) => new Date(Date.now() + ms);
 
 async function newInvoice(number = `WH-${crypto.randomUUID().slice(0, 8)}`) {

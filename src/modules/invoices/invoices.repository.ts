@@ -14,6 +14,7 @@ export type InvoiceRow = typeof invoices.$inferSelect;
 export type InvoiceInsert = typeof invoices.$inferInsert;
 export type LineItemRow = typeof invoiceLineItems.$inferSelect;
 export type IntegrationRow = typeof invoiceIntegrations.$inferSelect;
+export type PaymentRow = typeof invoicePayments.$inferSelect;
 
 export async function insertInvoice(db: DbOrTx, values: InvoiceInsert): Promise<InvoiceRow> {
   const [row] = await db.insert(invoices).values(values).returning();
@@ -33,6 +34,19 @@ export async function findInvoice(
     .from(invoices)
     .where(and(visible, eq(invoices.uid, uid)));
   const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+/** One invoice of the organization, for background work (no caller whose access to check). */
+export async function findInvoiceOfOrganization(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<InvoiceRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(invoices)
+    .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)));
   return row;
 }
 
@@ -151,7 +165,10 @@ export async function sumPayments(db: DbOrTx, organizationUid: string, invoiceUi
   return Number(row?.total ?? 0);
 }
 
-export async function insertPayment(db: DbOrTx, values: typeof invoicePayments.$inferInsert) {
+export async function insertPayment(
+  db: DbOrTx,
+  values: typeof invoicePayments.$inferInsert,
+): Promise<PaymentRow> {
   const [row] = await db.insert(invoicePayments).values(values).returning();
   return row!;
 }
