@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { claimDelivery } from '../../src/modules/webhooks/webhooks.repository.ts';
 import {
@@ -450,6 +451,16 @@ describe('the wired sources', () => {
 });
 
 describe('delivery', () => {
+  it('the lease is the timeout + 30 s unless WEBHOOK_LEASE_S sets it, and never ends before the timeout', () => {
+    expect(loadConfig({}).webhookLeaseMs).toBe(40_000);
+    expect(loadConfig({ WEBHOOK_TIMEOUT_MS: '2500' }).webhookLeaseMs).toBe(33_000);
+    expect(loadConfig({ WEBHOOK_LEASE_S: '6', WEBHOOK_TIMEOUT_MS: '5000' }).webhookLeaseMs).toBe(6000);
+    expect(() => loadConfig({ WEBHOOK_LEASE_S: '5', WEBHOOK_TIMEOUT_MS: '5000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ WEBHOOK_LEASE_S: '5', WEBHOOK_TIMEOUT_MS: '5000' })).toThrow(
+      /WEBHOOK_LEASE_S must be longer than WEBHOOK_TIMEOUT_MS/,
+    );
+  });
+
   it('retries a 500 after 5 s, then succeeds; the log keeps the status, excerpt and attempts', async () => {
     const endpoint = await register();
     receiver.script = [{ status: 500, body: 'down for maintenance' }];
