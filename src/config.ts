@@ -40,6 +40,12 @@ export interface Config {
   billingTimeoutMs: number;
   /** How long a webhook endpoint has to answer one delivery (docs/webhooks.md; default 10 s). */
   webhookTimeoutMs: number;
+  /**
+   * How long a claimed delivery attempt is presumed alive (default the timeout + 30 s); once it has run
+   * out, a worker that died mid-send is taken over and the delivery is sent again. Always above the
+   * timeout, so a live attempt is never sent twice at once.
+   */
+  webhookLeaseMs: number;
   /** Object storage (CONTRACT §6): the embedded store under `dataDir`, or any S3 API. */
   objectStorage: ObjectStorageConfig;
   /** Seconds a presigned download URL stays valid (default 900; S3 allows at most 7 days). */
@@ -351,6 +357,16 @@ function corsOrigins(env: Env): string[] {
   return origins;
 }
 
+function webhookLeaseMs(env: Env, timeoutMs: number): number {
+  const leaseS = integer(env, 'WEBHOOK_LEASE_S', Math.ceil(timeoutMs / 1000) + 30, 1, 3600);
+  // A lease that ends before the attempt's own timeout would let a second worker send while the first
+  // is still waiting for its answer.
+  if (leaseS * 1000 <= timeoutMs) {
+    throw new ConfigError(`WEBHOOK_LEASE_S must be longer than WEBHOOK_TIMEOUT_MS (${timeoutMs} ms)`);
+  }
+  return leaseS * 1000;
+}
+
 function trustProxy(env: Env): boolean | number | string[] {
   const raw = optional(env, 'TRUST_PROXY');
   if (raw === undefined) return false;
@@ -379,6 +395,7 @@ export function loadConfig(env: Env = process.env): Config {
   const storage = objectStorage(env);
   // The data directory's disk matters only when data lives there: the embedded database or object store.
   const usesDataDir = !databaseUrl || storage.kind === 'embedded';
+  const webhookTimeoutMs = integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000);
   return {
     port,
     host,
@@ -402,7 +419,8 @@ export function loadConfig(env: Env = process.env): Config {
     publicBaseUrl: (optional(env, 'PUBLIC_BASE_URL') ?? `http://${host}:${port}`).replace(/\/+$/, ''),
     allowPrivateNetworkTargets: boolean(env, 'ALLOW_PRIVATE_NETWORK_TARGETS', false),
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
-    webhookTimeoutMs: integer(env, 'WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+    webhookTimeoutMs,
+    webhookLeaseMs: webhookLeaseMs(env, webhookTimeoutMs),
     objectStorage: storage,
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),

@@ -54,7 +54,7 @@ const getInvoice = (uid: string, key: string) => call(t.app, 'GET', `/api/invoic
 const putInvoice = (uid: string, body: unknown, key: string, app: App = t.app) =>
   call(app, 'PUT', `/api/invoices/${uid}`, { key, body });
 const reconcile = (timeoutMs = 5000) =>
-  reconcileBillingSyncs(t.db, invoiceViewForSync, {
+  reconcileBillingSyncs(t.db, t.deps.jobs, invoiceViewForSync, {
     allowPrivateNetworkTargets: true,
     timeoutMs,
     secrets: t.deps.secrets,
@@ -764,7 +764,7 @@ describe('reconcileBillingSyncs', () => {
     const { org, partner, invoice } = await scenario();
     partner.next({ kind: 'fail', status: 500 });
     expectErrorBody(await putInvoice(invoice.uid, { invoice_number: 'Y' }, org.admin.key), 502);
-    await reconcileBillingSyncs(t.db, invoiceViewForSync, {
+    await reconcileBillingSyncs(t.db, t.deps.jobs, invoiceViewForSync, {
       allowPrivateNetworkTargets: true,
       timeoutMs: 5000,
       secrets: t.deps.secrets,

@@ -62,6 +62,7 @@ beforeAll(async () => {
   outboxDir = path.join(t.config.dataDir, 'outbox');
   sending = {
     db: t.db,
+    jobs: t.deps.jobs,
     storage: t.deps.objectStorage,
     mailers: accountMailers(t.deps.clients.mail, t.deps.secrets),
     leaseSeconds: DEFAULT_LEASE_SECONDS,

@@ -367,7 +367,7 @@ describe('the workflow ends failed with the reason', () => {
     const uid = presigned.knowledge_document_uid;
     // Moved to processing by hand, with no job, to run the workflow step directly.
     await t.db.execute(sql`update knowledge_documents set status = 'processing' where uid = ${uid}`);
-    const deps = { db: t.db, storage: t.deps.objectStorage };
+    const deps = { db: t.db, storage: t.deps.objectStorage, jobs: t.deps.jobs };
     const data = { organization_uid: p.orgA.uid, knowledge_document_uid: uid };
     expect(await processKnowledgeDocument(deps, data)).toBe('failed');
     expect((await getDocument(uid)).body.data).toMatchObject({

@@ -70,6 +70,7 @@ describe('delivery by the workers', () => {
     await t.db.transaction((tx) =>
       emitEvent(
         tx,
+        t.deps.jobs,
         { organizationUid: p.orgA.uid },
         'invoice.updated',
         { type: 'invoice', uid: crypto.randomUUID() },
@@ -88,7 +89,7 @@ describe('delivery by the workers', () => {
     const on = { type: 'invoice', uid: crypto.randomUUID() };
     for (const n of [1, 2, 3, 4, 5]) {
       await t.db.transaction((tx) =>
-        emitEvent(tx, { organizationUid: p.orgA.uid }, 'invoice.updated', on, { n }),
+        emitEvent(tx, t.deps.jobs, { organizationUid: p.orgA.uid }, 'invoice.updated', on, { n }),
       );
     }
     const got = await until(

@@ -3,14 +3,18 @@ import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { claimDelivery } from '../../src/modules/webhooks/webhooks.repository.ts';
 import {
   deliverDueWebhooks,
   emitEvent,
   purgeOldEvents,
+  sendDisabledNotice,
   WEBHOOK_DELIVER_QUEUE,
+  WEBHOOK_DISABLED_NOTICE_QUEUE,
   webhookOptionsOf,
+  type DisabledNoticeJobData,
   type WebhookOptions,
 } from '../../src/modules/webhooks/webhooks.service.ts';
 import { nextAttemptAfter, signedHeaders } from '../../src/modules/webhooks/webhook-signing.ts';
@@ -19,6 +23,7 @@ import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { WebhookReceiver } from '../helpers/webhook-receiver.ts';
+import { FakeSmtp } from '../helpers/fake-smtp.ts';
 import { engine } from '../helpers/test-database.ts';
 import { until } from '../helpers/until.ts';
 
@@ -26,7 +31,8 @@ import { until } from '../helpers/until.ts';
  * Outbound webhooks (docs/webhooks.md) against a real local receiver: the admin routes (happy path,
  * errors, security), `GET /api/events`, Standard Webhooks signatures (the specification's test vector,
  * `Webhook.verify`, both secrets during a rotation), retries on 500 and on timeout, abandoning and
- * disabling, resend, per-entity order, a delivery left by a killed worker, and the two wired sources.
+ * disabling (with the admins' email), resend, per-entity order, a delivery left by a killed worker, and
+ * the first two sources (the others: webhook-sources.test.ts).
  * Time moves by passing `now` to the delivery functions: no sleeps.
  */
 
@@ -34,12 +40,16 @@ let t: TestApp;
 let p: Principals;
 let receiver: WebhookReceiver;
 let options: WebhookOptions;
+let smtp: FakeSmtp;
 const TIMEOUT_MS = 300;
 const MINUTE = 60_000;
 const HOUR = 3_600_000;
 
 beforeAll(async () => {
-  t = await createTestApp({ env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), RATE_LIMIT_MAX: '100000' } });
+  smtp = await new FakeSmtp().start();
+  t = await createTestApp({
+    env: { WEBHOOK_TIMEOUT_MS: String(TIMEOUT_MS), RATE_LIMIT_MAX: '100000', SMTP_URL: smtp.url() },
+  });
   p = await createPrincipals(t);
   receiver = await WebhookReceiver.start();
   options = webhookOptionsOf(t.deps);
@@ -47,6 +57,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await receiver?.close();
   await t?.close();
+  await smtp?.stop();
 });
 afterEach(async () => {
   // Each test registers its own endpoints; none outlives it (their deliveries go with them).
@@ -76,7 +87,7 @@ async function deliveriesOf(endpointUid: string) {
 
 const entity = () => ({ type: 'invoice', uid: crypto.randomUUID() });
 const emit = (type: 'invoice.updated' | 'invoice.created', on: { type: string; uid: string }, payload = {}) =>
-  t.db.transaction((tx) => emitEvent(tx, { organizationUid: p.orgA.uid }, type, on, payload));
+  t.db.transaction((tx) => emitEvent(tx, t.deps.jobs, { organizationUid: p.orgA.uid }, type, on, payload));
 const later = (ms: number) => new Date(Date.now() + ms);
 
 async function newInvoice(number = `WH-${crypto.randomUUID().slice(0, 8)}`) {
@@ -375,7 +386,18 @@ describe('the wired sources', () => {
       [WEBHOOK_DELIVER_QUEUE, delivery.uid],
     );
     expect(jobs[0]!.n).toBe(1);
+    const claimedAt = Date.now();
     await deliverDueWebhooks(t.db, options);
+    // The claim left a job for the end of its lease: a worker killed mid-send is taken over then.
+    const [leaseJob] = await rawQuery<{ start_after: Date }>(
+      t.db,
+      `select start_after from pgboss.job where name = $1 and data->>'delivery_uid' = $2
+        order by start_after desc limit 1`,
+      [WEBHOOK_DELIVER_QUEUE, delivery.uid],
+    );
+    expect(new Date(leaseJob!.start_after).getTime()).toBeGreaterThanOrEqual(
+      claimedAt + t.config.webhookLeaseMs,
+    );
     const [got] = receiver.on(endpoint.path);
     expect(got!.json).toMatchObject({ type: 'invoice.created', data: { invoice: { uid: invoice.uid } } });
     expect(got!.headers['webhook-id']).toBe(delivery.event_uid);
@@ -429,6 +451,16 @@ describe('the wired sources', () => {
 });
 
 describe('delivery', () => {
+  it('the lease is the timeout + 30 s unless WEBHOOK_LEASE_S sets it, and never ends before the timeout', () => {
+    expect(loadConfig({}).webhookLeaseMs).toBe(40_000);
+    expect(loadConfig({ WEBHOOK_TIMEOUT_MS: '2500' }).webhookLeaseMs).toBe(33_000);
+    expect(loadConfig({ WEBHOOK_LEASE_S: '6', WEBHOOK_TIMEOUT_MS: '5000' }).webhookLeaseMs).toBe(6000);
+    expect(() => loadConfig({ WEBHOOK_LEASE_S: '5', WEBHOOK_TIMEOUT_MS: '5000' })).toThrow(ConfigError);
+    expect(() => loadConfig({ WEBHOOK_LEASE_S: '5', WEBHOOK_TIMEOUT_MS: '5000' })).toThrow(
+      /WEBHOOK_LEASE_S must be longer than WEBHOOK_TIMEOUT_MS/,
+    );
+  });
+
   it('retries a 500 after 5 s, then succeeds; the log keeps the status, excerpt and attempts', async () => {
     const endpoint = await register();
     receiver.script = [{ status: 500, body: 'down for maintenance' }];
@@ -498,7 +530,7 @@ describe('delivery', () => {
     expect(now.getTime() - first.getTime()).toBeGreaterThan(3 * 24 * HOUR - 10 * HOUR);
   });
 
-  it('abandons after 3 days of failures and disables the endpoint, with a reason and an audit event; enabling resets it', async () => {
+  it('abandons after 3 days of failures and disables the endpoint, with a reason, an audit event and an email to the admins; enabling resets it', async () => {
     const endpoint = await register();
     receiver.fallback = { status: 503, body: 'no' };
     await emit('invoice.updated', entity());
@@ -528,6 +560,31 @@ describe('delivery', () => {
       changes: { enabled: { before: true, after: false }, disabled_reason: { before: null } },
     });
 
+    // The admins' notice: a job written with the disabling, whose handler emails every admin.
+    const [notice] = await rawQuery<{ data: DisabledNoticeJobData }>(
+      t.db,
+      `select data from pgboss.job where name = $1 and data->>'endpoint_uid' = $2`,
+      [WEBHOOK_DISABLED_NOTICE_QUEUE, endpoint.uid],
+    );
+    expect(notice!.data).toEqual({
+      organization_uid: p.orgA.uid,
+      endpoint_uid: endpoint.uid,
+      reason: got.body.data.disabled_reason,
+    });
+    const noticeDeps = { db: t.db, config: t.config, mail: t.deps.clients.mail };
+    expect(await sendDisabledNotice(noticeDeps, notice!.data)).toBe(1);
+    const [mail] = smtp.accepted().filter((m) => m.recipients.includes(p.orgA.admin.email));
+    expect(mail!.parsed.subject).toMatch(/^Remit: webhook endpoint disabled/);
+    const text = mail!.parsed.text!;
+    expect(text).toContain(endpoint.uid);
+    expect(text).toContain(receiver.url(endpoint.path));
+    expect(text).toContain(got.body.data.disabled_reason);
+    expect(text).toContain(`PATCH '${t.config.publicBaseUrl}${base()}/${endpoint.uid}'`);
+    expect(text).toContain('{"enabled": true}');
+    // Members are not told; the secret is never in it.
+    expect(smtp.accepted().some((m) => m.recipients.includes(p.orgA.member.email))).toBe(false);
+    expect(text).not.toContain(endpoint.secret);
+
     // Disabled: new events are not queued for it, and nothing is sent.
     await emit('invoice.updated', entity());
     expect(await deliveriesOf(endpoint.uid)).toHaveLength(1);
@@ -537,6 +594,8 @@ describe('delivery', () => {
       body: { enabled: true },
     });
     expect(enabled.body.data).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
+    // Enabled again before the notice went: there is nothing left to tell.
+    expect(await sendDisabledNotice(noticeDeps, notice!.data)).toBe(0);
   });
 
   it('resend sends a settled delivery again, with the same webhook-id', async () => {

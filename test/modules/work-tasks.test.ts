@@ -939,6 +939,7 @@ describe('POST /api/agents/{uid}/approvals', () => {
         trigger: TRIGGER,
         contextEntities: [{ entity_type: 'invoice', entity_uid: arInvoice.uid }],
         origin: jobOrigin(null),
+        jobs: t.deps.jobs,
       }),
     );
     const viaService = (await getTask(row.uid)).body.data;

@@ -14,7 +14,7 @@ import { notify } from './notifications.service.ts';
  * belongs to the agent's organization; `run_uid`, when given, must be one of that agent's runs.
  */
 export async function raiseAgentApproval(
-  deps: Pick<AppDeps, 'database'> & { chat: ChatClient },
+  deps: Pick<AppDeps, 'database' | 'jobs'> & { chat: ChatClient },
   ctx: RequestContext,
   agentUid: string,
   body: RaiseApprovalBodyT,
@@ -42,6 +42,7 @@ export async function raiseAgentApproval(
       contextEntities: body.context_entities,
       runUid: body.run_uid,
       origin: ctx,
+      jobs: deps.jobs,
     });
     return { view: await viewTask(tx, task), agent };
   });

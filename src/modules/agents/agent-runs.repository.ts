@@ -141,7 +141,7 @@ export async function listActivities(
 }
 
 /** Runs a worker started and never finished (the process died): older than the cutoff, still running. */
-export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promise<number> {
+export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promise<RunRow[]> {
   const rows = await db
     .update(agentRuns)
     .set({
@@ -151,8 +151,8 @@ export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promis
       updatedOn: sql`now()`,
     })
     .where(and(eq(agentRuns.status, 'running'), lte(agentRuns.startedOn, startedBefore)))
-    .returning({ uid: agentRuns.uid });
-  return rows.length;
+    .returning();
+  return rows;
 }
 
 /** The run a schedule already started for this agent and minute, if any. */

@@ -24,6 +24,7 @@ import { findAgent, type AgentRow } from './agents.repository.ts';
 import { getAgentRow } from './agents.service.ts';
 import { RUN_STATUSES, type RunStatus, type TokenUsage } from './agents.tables.ts';
 import { notify } from './notifications.service.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 export const AGENT_RUN_QUEUE = 'remit.agent.run';
 export interface AgentRunJobData {
@@ -172,6 +173,47 @@ export async function getRun(db: Db, ctx: RequestContext, runUid: string): Promi
   return toRunItem(run);
 }
 
+// ---- webhook events (docs/webhooks.md#event-types) ----
+
+const RUN_EVENTS = {
+  running: 'agent_run.started',
+  completed: 'agent_run.completed',
+  failed: 'agent_run.failed',
+} as const;
+
+/** The event a run's new status calls for (started, completed, failed; none for the others). */
+async function emitRunEvent(tx: DbOrTx, jobs: Jobs, run: RunRow): Promise<void> {
+  const type = RUN_EVENTS[run.status as keyof typeof RUN_EVENTS];
+  if (!type) return;
+  await emitEvent(
+    tx,
+    jobs,
+    { organizationUid: run.organizationUid },
+    type,
+    { type: 'agent_run', uid: run.uid },
+    { agent_run: toRunItem(run), ...(run.status === 'failed' ? { error: run.error } : {}) },
+  );
+}
+
+/**
+ * `moveRun` and the event of the run's new status in one transaction: the run is seen to start, end or
+ * fail exactly when it does. Undefined (and no event) when the run was no longer in `from`.
+ */
+async function moveRunAndEmit(
+  env: Pick<RunEnv, 'db' | 'jobs'>,
+  organizationUid: string,
+  uid: string,
+  from: RunStatus[],
+  to: RunStatus,
+  values: Parameters<typeof runsRepo.moveRun>[5] = {},
+): Promise<RunRow | undefined> {
+  return env.db.transaction(async (tx) => {
+    const moved = await runsRepo.moveRun(tx, organizationUid, uid, from, to, values);
+    if (moved) await emitRunEvent(tx, env.jobs, moved);
+    return moved;
+  });
+}
+
 // ---- starting and cancelling ----
 
 /**
@@ -297,7 +339,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
   if (!pending || pending.status !== 'pending') return 'skipped';
   const agent = await findAgent(env.db, [org], pending.agentUid);
   if (!agent) return 'skipped';
-  const run = await runsRepo.moveRun(env.db, org, pending.uid, ['pending'], 'running', {
+  const run = await moveRunAndEmit(env, org, pending.uid, ['pending'], 'running', {
     startedOn: new Date(),
   });
   if (!run) return 'skipped';
@@ -336,7 +378,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
     // The agent may have been paused, or the run cancelled, while the job waited in the queue.
     await step.checkpoint();
     const outcome = await executor(env, step);
-    const done = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'completed', {
+    const done = await moveRunAndEmit(env, org, run.uid, ['running'], 'completed', {
       completedOn: new Date(),
       outcome,
       tokenUsage: usage,
@@ -367,7 +409,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
     }
     const message = error instanceof Error ? error.message : String(error);
     const about = error instanceof RunFailure ? error : undefined;
-    const failed = await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'failed', {
+    const failed = await moveRunAndEmit(env, org, run.uid, ['running'], 'failed', {
       completedOn: new Date(),
       error: message,
       tokenUsage: usage,
@@ -386,6 +428,11 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
   }
 }
 
-export async function failAbandonedRuns(db: Db, olderThanMinutes = 60): Promise<number> {
-  return runsRepo.failAbandonedRuns(db, new Date(Date.now() - olderThanMinutes * 60_000));
+/** Runs a dead worker left `running`: failed, each with its `agent_run.failed`, in one transaction. */
+export async function failAbandonedRuns(db: Db, jobs: Jobs, olderThanMinutes = 60): Promise<number> {
+  return db.transaction(async (tx) => {
+    const failed = await runsRepo.failAbandonedRuns(tx, new Date(Date.now() - olderThanMinutes * 60_000));
+    for (const run of failed) await emitRunEvent(tx, jobs, run);
+    return failed.length;
+  });
 }

@@ -44,7 +44,7 @@ export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): 
   await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
   // Runs a dead worker left `running` for over an hour: failed, so they do not look alive forever.
   await jobs.define(AGENT_MAINTENANCE_QUEUE, async () => {
-    const abandoned = await failAbandonedRuns(database.db);
+    const abandoned = await failAbandonedRuns(database.db, jobs);
     if (abandoned > 0) log.info({ abandoned_runs_failed: abandoned }, 'abandoned agent runs failed');
   });
   await jobs.schedule(AGENT_MAINTENANCE_QUEUE, '17 * * * *');

@@ -143,7 +143,13 @@ async function sendReminder(
   });
   // The send job queued with the draft may take it first; the draft's lease lets only one send.
   await runSendJob(
-    { db: env.db, storage: env.storage, mailers: env.mailers, leaseSeconds: env.config.emailSendLeaseS },
+    {
+      db: env.db,
+      jobs: env.jobs,
+      storage: env.storage,
+      mailers: env.mailers,
+      leaseSeconds: env.config.emailSendLeaseS,
+    },
     { organization_uid: ctx.organizationUid, draft_uid: draft.uid },
     ctx,
   );
@@ -294,6 +300,7 @@ async function handleReply(env: RunEnv, step: RunStep, ctx: RequestContext, now:
         triggerType: step.run.triggerType,
         contextEntities: [{ entity_type: 'invoice', entity_uid: invoice.uid }],
         origin: ctx,
+        jobs: env.jobs,
       });
     });
     if (task) opened.push({ task_uid: task.uid, invoice_uid: invoice.uid });
@@ -365,6 +372,7 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
           contextEntities: [{ entity_type: 'invoice', entity_uid: invoice.uid }],
           runUid: run.uid,
           origin: ctx,
+          jobs: env.jobs,
         });
       });
       if (!task) {

@@ -9,7 +9,7 @@ export const BILLING_RECONCILE_QUEUE = 'remit.billing.reconcile';
 export async function registerBillingJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   await jobs.define(BILLING_RECONCILE_QUEUE, async () => {
-    const result = await reconcileBillingSyncs(database.db, invoiceViewForSync, {
+    const result = await reconcileBillingSyncs(database.db, jobs, invoiceViewForSync, {
       allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
       timeoutMs: deps.config.billingTimeoutMs,
       secrets: deps.secrets,

@@ -240,14 +240,17 @@ export async function confirmIntents(
     );
 }
 
-/** One more failed attempt on an intent still `in_progress` or `pending`, which moves to `state`. */
+/**
+ * One more failed attempt on an intent still `in_progress` or `pending`, which moves to `state`; the
+ * intent as it is now, or undefined when it was settled meanwhile.
+ */
 export async function noteIntentFailure(
   db: DbOrTx,
   organizationUid: string,
   intentUid: string,
   values: { state: 'pending' | 'abandoned'; lastError: string },
-): Promise<void> {
-  await db
+): Promise<SyncIntentRow | undefined> {
+  const [row] = await db
     .update(billingSyncIntents)
     .set({
       state: values.state,
@@ -261,7 +264,9 @@ export async function noteIntentFailure(
         eq(billingSyncIntents.uid, intentUid),
         sql`${billingSyncIntents.state} in ('in_progress', 'pending')`,
       ),
-    );
+    )
+    .returning();
+  return row;
 }
 
 /** Across every organization: the oldest intents `pending` for longer than `olderThanSeconds`. */

@@ -6,13 +6,16 @@ import { AppError, notFound } from '../../platform/http/errors.ts';
 import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/http/outbound.ts';
 import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
 import type { AppDeps } from '../../platform/http/types.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
 import {
+  findInvoiceView,
   recordInvoiceIntegration,
   setInvoiceRevision,
   type InvoiceRow,
 } from '../invoices/invoice-integrations.service.ts';
 import * as repo from './billing.repository.ts';
 import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 export type BillingIntegration = repo.BillingIntegrationRow;
 export type SyncIntent = repo.SyncIntentRow;
@@ -362,15 +365,55 @@ export async function confirmSync(
  * Anything else (a refusal, a timeout, an apply that could not commit) may have reached the partner:
  * the intent becomes `pending`, and the reconciler re-sends the committed state.
  */
-export async function noteSyncFailure(db: Db, intent: SyncIntent, error: unknown): Promise<void> {
-  await noteAttemptFailure(db, intent, error, error instanceof PartnerNotCalled);
+export async function noteSyncFailure(db: Db, jobs: Jobs, intent: SyncIntent, error: unknown): Promise<void> {
+  await noteAttemptFailure(db, jobs, intent, error, error instanceof PartnerNotCalled);
 }
 
-async function noteAttemptFailure(db: Db, intent: SyncIntent, error: unknown, abandon: boolean) {
-  await repo.noteIntentFailure(db, intent.organizationUid, intent.uid, {
-    state: abandon ? 'abandoned' : 'pending',
-    lastError: String((error as Error).message ?? error).slice(0, 1000),
+/**
+ * The failure noted on the intent and, in the same transaction, `invoice.sync_failed`: on a sync's
+ * first failed attempt and when it is abandoned, not on each of the reconciler's retries (one a
+ * minute while a partner is down), whose end `invoice.synced` reports.
+ */
+async function noteAttemptFailure(db: Db, jobs: Jobs, intent: SyncIntent, error: unknown, abandon: boolean) {
+  const message = String((error as Error).message ?? error).slice(0, 1000);
+  await db.transaction(async (tx) => {
+    const noted = await repo.noteIntentFailure(tx, intent.organizationUid, intent.uid, {
+      state: abandon ? 'abandoned' : 'pending',
+      lastError: message,
+    });
+    if (!noted || (noted.attempts > 1 && noted.state !== 'abandoned')) return;
+    const invoice = await findInvoiceView(tx, noted.organizationUid, noted.invoiceUid);
+    if (!invoice) return;
+    await emitEvent(
+      tx,
+      jobs,
+      { organizationUid: noted.organizationUid },
+      'invoice.sync_failed',
+      { type: 'invoice', uid: noted.invoiceUid },
+      { invoice, revision: noted.revision, error: message, will_retry: noted.state === 'pending' },
+    );
   });
+}
+
+/**
+ * `invoice.synced`, in the transaction that confirms the sync (`confirmSync`) and after the invoice's
+ * own events: `invoice` is the committed invoice the partner now holds, with its billing record.
+ */
+export async function emitSynced(
+  tx: DbOrTx,
+  jobs: Jobs,
+  intent: Pick<SyncIntent, 'organizationUid' | 'invoiceUid' | 'revision'>,
+  invoice: { uid: string },
+  resent = false,
+): Promise<void> {
+  await emitEvent(
+    tx,
+    jobs,
+    { organizationUid: intent.organizationUid },
+    'invoice.synced',
+    { type: 'invoice', uid: intent.invoiceUid },
+    { invoice, revision: intent.revision, resent },
+  );
 }
 
 export interface ReconcileResult {
@@ -393,6 +436,7 @@ export interface ReconcileResult {
  */
 export async function reconcileBillingSyncs(
   db: Db,
+  jobs: Jobs,
   loadView: (tx: DbOrTx, row: InvoiceRow) => Promise<{ uid: string; revision: number }>,
   options: BillingOptions & { olderThanSeconds: number; limit?: number },
 ): Promise<ReconcileResult> {
@@ -424,6 +468,8 @@ export async function reconcileBillingSyncs(
         // Only the revision: the rest of the row is what was sent (and updated_at stays as sent).
         await setInvoiceRevision(tx, invoice.organizationUid, invoice.uid, claim.intent.revision);
         await confirmSync(tx, claim.integration, claim.intent, response);
+        const synced = await loadView(tx, { ...invoice, revision: claim.intent.revision });
+        await emitSynced(tx, jobs, claim.intent, synced, true);
         return true;
       });
       if (!applied) throw new Error('the invoice changed while its committed state was being re-sent');
@@ -432,7 +478,7 @@ export async function reconcileBillingSyncs(
       result.failed += 1;
       // Back to pending, never abandoned here: this attempt may have reached the partner. Its revision
       // stays on the intent, so the next attempt (whose body may differ) uses a new key.
-      await noteAttemptFailure(db, claim.intent, error, false);
+      await noteAttemptFailure(db, jobs, claim.intent, error, false);
     }
   }
   return result;

@@ -1,6 +1,6 @@
 import { afterCommit } from '../../platform/db/request-scope.ts';
 import crypto from 'node:crypto';
-import type { Db } from '../../platform/db/client.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
@@ -11,6 +11,8 @@ import { MAX_ATTACHMENT_BYTES, type SaveDraftBodyT } from './email-drafts.schema
 import type { DraftStatus, StoredAttachment } from './email-drafts.tables.ts';
 import { EMAIL_SEND_QUEUE, scheduleSend } from './email-sending.ts';
 import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
+import { toDraftView, type EmailDraftView } from './email-draft-view.ts';
 
 export interface EmailDraftDeps {
   db: Db;
@@ -20,30 +22,7 @@ export interface EmailDraftDeps {
   onCleanupError?: (what: string, error: unknown) => void;
 }
 
-/** Interface 2.10 (+ `sent_at`, `error`, `message_id`); attachments are request only. */
-export function toDraftView(row: repo.EmailDraftRow) {
-  return {
-    uid: row.uid,
-    from_account_id: row.fromAccountUid,
-    from_email: row.fromEmail,
-    to: row.to,
-    cc: row.cc,
-    bcc: row.bcc,
-    subject: row.subject,
-    body_text: row.bodyText,
-    body_html: row.bodyHtml,
-    context_type: row.contextType,
-    context_id: row.contextId,
-    planned_send_at: row.plannedSendAt?.toISOString() ?? null,
-    status: row.status,
-    sent_at: row.sentAt?.toISOString() ?? null,
-    error: row.error,
-    message_id: row.messageId,
-    created_at: row.createdAt.toISOString(),
-    updated_at: row.updatedAt.toISOString(),
-  };
-}
-export type EmailDraftView = ReturnType<typeof toDraftView>;
+export { toDraftView, type EmailDraftView };
 
 /**
  * What an email's audit events show: who it goes to, what it is about, when and how it goes out, and
@@ -60,6 +39,29 @@ function auditFields(row: repo.EmailDraftRow) {
       size: a.size,
     })),
   };
+}
+
+/**
+ * `email_draft.scheduled`: the email has a send job for its `planned_send_at`, created now (a draft
+ * saved with a time, a new time, or a failed email saved again to retry it).
+ */
+async function emitScheduled(
+  tx: DbOrTx,
+  jobs: Jobs,
+  row: repo.EmailDraftRow,
+  previousPlannedSendAt: Date | null,
+): Promise<void> {
+  await emitEvent(
+    tx,
+    jobs,
+    { organizationUid: row.organizationUid },
+    'email_draft.scheduled',
+    { type: 'email_draft', uid: row.uid },
+    {
+      email_draft: toDraftView(row),
+      previous_planned_send_at: previousPlannedSendAt?.toISOString() ?? null,
+    },
+  );
 }
 
 /** Strict base64 (whitespace between the characters allowed, as MIME wraps it). */
@@ -201,6 +203,7 @@ export async function createDraft(
         entityUid: inserted.uid,
         changes: changesBetween(null, auditFields(inserted)),
       });
+      if (sendJobId) await emitScheduled(tx, deps.jobs, inserted, null);
       return inserted;
     });
     return toDraftView(row);
@@ -277,6 +280,10 @@ export async function updateDraft(
         before: auditFields(current),
         after: auditFields(updated!),
       });
+      // A new send time (or a failed email saved again to retry): it goes out at that time now.
+      if (sendJobId && sendJobId !== current.sendJobId) {
+        await emitScheduled(tx, deps.jobs, updated!, current.plannedSendAt);
+      }
       return updated;
     });
   } catch (error) {

@@ -16,6 +16,8 @@ import * as repo from './email-drafts.repository.ts';
 import type { StoredAttachment } from './email-drafts.tables.ts';
 import { ACTOR_TYPES, SYSTEM_ACTOR, type AuditActor } from '../../platform/http/context.ts';
 import { changesBetween, recordAuditEvent, type AuditOrigin } from '../audit/audit.service.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
+import { toDraftView } from './email-draft-view.ts';
 
 /**
  * Scheduled sending (CONTRACT §3, §6). A draft with `planned_send_at` has one pg-boss job, enqueued in
@@ -70,6 +72,8 @@ export interface Mailers {
 
 export interface EmailSendingDeps {
   db: Db;
+  /** Where the webhook events of a send's outcome are delivered from. */
+  jobs: Jobs;
   storage: ObjectStorage;
   mailers: Mailers;
   /** How long a `sending` attempt is presumed alive; well above the SMTP timeouts (2 min in all). */
@@ -127,23 +131,35 @@ async function finish(
       error,
     });
     // No row: the attempt was finished meanwhile (by another worker), which recorded it.
-    if (row) await recordSendEvent(tx, origin, draft, row);
+    if (row) await recordSendEvent(tx, deps.jobs, origin, draft, row);
   });
   return status;
 }
 
+/** How a send ended: its audit event and its webhook event (`email_draft.sent` or `.failed`). */
 async function recordSendEvent(
   tx: DbOrTx,
+  jobs: Jobs,
   origin: AuditOrigin,
   before: repo.EmailDraftRow,
   after: repo.EmailDraftRow,
 ): Promise<void> {
+  const sent = after.status === 'sent';
   await recordAuditEvent(tx, origin, {
     organizationUid: after.organizationUid,
-    action: after.status === 'sent' ? 'email.sent' : 'email.failed',
+    action: sent ? 'email.sent' : 'email.failed',
     entityUid: after.uid,
     changes: changesBetween(SEND_FIELDS(before), SEND_FIELDS(after)),
   });
+  await emitEvent(
+    tx,
+    jobs,
+    { organizationUid: after.organizationUid },
+    sent ? 'email_draft.sent' : 'email_draft.failed',
+    { type: 'email_draft', uid: after.uid },
+    // A sent email may still carry an error: recipients the server refused.
+    { email_draft: toDraftView(after), error: after.error },
+  );
 }
 
 async function loadAttachments(
@@ -254,7 +270,7 @@ export async function runSendJob(
           error: 'send attempt without a Message-ID; outcome unknown, not resent',
           sendingLeaseUntil: null,
         });
-        if (failed) await recordSendEvent(tx, origin, retaken, failed);
+        if (failed) await recordSendEvent(tx, deps.jobs, origin, retaken, failed);
       });
       return 'failed';
     }

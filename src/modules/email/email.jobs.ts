@@ -19,6 +19,7 @@ export async function registerEmailJobs(deps: JobDeps, log: FastifyBaseLogger): 
   const { jobs, database } = deps;
   const sending = {
     db: database.db,
+    jobs,
     storage: deps.objectStorage,
     mailers: accountMailers(deps.clients.mail, deps.secrets),
     leaseSeconds: deps.config.emailSendLeaseS,

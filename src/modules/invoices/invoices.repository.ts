@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, gt, inArray, or, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { users } from '../tenancy/tenancy.tables.ts';
 import {
@@ -14,6 +14,7 @@ export type InvoiceRow = typeof invoices.$inferSelect;
 export type InvoiceInsert = typeof invoices.$inferInsert;
 export type LineItemRow = typeof invoiceLineItems.$inferSelect;
 export type IntegrationRow = typeof invoiceIntegrations.$inferSelect;
+export type PaymentRow = typeof invoicePayments.$inferSelect;
 
 export async function insertInvoice(db: DbOrTx, values: InvoiceInsert): Promise<InvoiceRow> {
   const [row] = await db.insert(invoices).values(values).returning();
@@ -34,6 +35,40 @@ export async function findInvoice(
     .where(and(visible, eq(invoices.uid, uid)));
   const [row] = options.forUpdate ? await query.for('update') : await query;
   return row;
+}
+
+/** One invoice of the organization, for background work (no caller whose access to check). */
+export async function findInvoiceOfOrganization(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<InvoiceRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(invoices)
+    .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)));
+  return row;
+}
+
+/** A page of the organization's invoices that name the party (as client or provider), by uid. */
+export async function listInvoicesOfParty(
+  db: DbOrTx,
+  organizationUid: string,
+  partyUid: string,
+  page: { afterUid: string | null; limit: number },
+): Promise<InvoiceRow[]> {
+  return db
+    .select()
+    .from(invoices)
+    .where(
+      and(
+        eq(invoices.organizationUid, organizationUid),
+        or(eq(invoices.clientPartyUid, partyUid), eq(invoices.serviceProviderPartyUid, partyUid)),
+        page.afterUid ? gt(invoices.uid, page.afterUid) : undefined,
+      ),
+    )
+    .orderBy(asc(invoices.uid))
+    .limit(page.limit);
 }
 
 export async function updateInvoice(
@@ -151,7 +186,10 @@ export async function sumPayments(db: DbOrTx, organizationUid: string, invoiceUi
   return Number(row?.total ?? 0);
 }
 
-export async function insertPayment(db: DbOrTx, values: typeof invoicePayments.$inferInsert) {
+export async function insertPayment(
+  db: DbOrTx,
+  values: typeof invoicePayments.$inferInsert,
+): Promise<PaymentRow> {
   const [row] = await db.insert(invoicePayments).values(values).returning();
   return row!;
 }

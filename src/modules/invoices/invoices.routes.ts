@@ -49,6 +49,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     async (request, reply) => {
       const invoice = await service.createInvoice(
         db,
+        deps.jobs,
         request.tenant(request.body.organization_uid),
         request.body,
       );
@@ -101,6 +102,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       envelope(
         await service.updateInvoice(
           db,
+          deps.jobs,
           billingOptionsOf(deps),
           request.tenant(),
           request.params.uid,
@@ -129,6 +131,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       const batch = Array.isArray(body);
       const items = await service.addLineItems(
         db,
+        deps.jobs,
         request.tenant(),
         request.params.uid,
         Array.isArray(body) ? body : [body],
@@ -156,6 +159,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       const batch = Array.isArray(body);
       const items = await service.updateLineItems(
         db,
+        deps.jobs,
         request.tenant(),
         request.params.uid,
         Array.isArray(body) ? body : [body],
@@ -178,7 +182,13 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       config: write,
     },
     async (request, reply) => {
-      const comment = await service.addComment(db, request.tenant(), request.params.uid, request.body.text);
+      const comment = await service.addComment(
+        db,
+        deps.jobs,
+        request.tenant(),
+        request.params.uid,
+        request.body.text,
+      );
       return reply.code(201).send(envelope(comment, 'Comment created', 201));
     },
   );
@@ -200,6 +210,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       envelope(
         await service.patchComment(
           db,
+          deps.jobs,
           request.tenant(),
           request.params.uid,
           request.params.comment_uid,
@@ -223,7 +234,13 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       config: write,
     },
     async (request, reply) => {
-      const invoice = await service.addPayment(db, request.tenant(), request.params.uid, request.body);
+      const invoice = await service.addPayment(
+        db,
+        deps.jobs,
+        request.tenant(),
+        request.params.uid,
+        request.body,
+      );
       return reply.code(201).send(envelope(invoice, 'Payment recorded', 201));
     },
   );

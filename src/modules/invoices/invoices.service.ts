@@ -5,7 +5,7 @@ import { memberOrganizationUids, type RequestContext } from '../../platform/http
 import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
 import { segregationOfDuties } from '../tenancy/organization-settings.service.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
-import { findPartiesByUids } from '../parties/parties.service.ts';
+import { findPartiesByUids, onPartyChanged, type PartyChange } from '../parties/parties.service.ts';
 import { findProductsBySku } from '../products/products.service.ts';
 import * as billing from '../billing/billing.service.ts';
 import { mergeFields, type StoredField } from './invoice-fields.ts';
@@ -32,6 +32,7 @@ import type {
   LineItemUpdateT,
   UpdateInvoiceBodyT,
 } from './invoices.schemas.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 /** `2026-03-05` is midnight UTC; a date-time keeps its instant. */
@@ -64,6 +65,109 @@ async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUp
 async function viewOf(db: DbOrTx, row: repo.InvoiceRow): Promise<InvoiceView> {
   const [view] = await loadInvoiceViews(db, row.organizationUid, [row], { includeComments: true });
   return view!;
+}
+
+// ---- webhook events (docs/webhooks.md#event-types): in the transaction of the change they report ----
+
+/**
+ * Bookkeeping every write moves, and the billing partner's record (reported by `invoice.synced`):
+ * not a change of the invoice in itself.
+ */
+const VIEW_NOISE = new Set(['revision', 'updated_at', 'integrations']);
+
+/** The fields of GET's answer that differ between two views of one invoice, in the view's order. */
+function changedFields(before: InvoiceView, after: InvoiceView): string[] {
+  const was = before as Record<string, unknown>;
+  return Object.entries(after as Record<string, unknown>)
+    .filter(([key, value]) => !VIEW_NOISE.has(key) && JSON.stringify(value) !== JSON.stringify(was[key]))
+    .map(([key]) => key);
+}
+
+const invoiceEntity = (view: InvoiceView) => ({
+  type: 'invoice',
+  uid: view.uid,
+  organizationUid: view.organization_uid,
+});
+
+/**
+ * `invoice.updated` when the change altered what `GET /api/invoices/{uid}` answers (nothing for an
+ * update that sent the same values), and `invoice.status_changed` after it when the status moved.
+ */
+async function emitInvoiceChange(
+  tx: DbOrTx,
+  jobs: Jobs,
+  before: InvoiceView,
+  after: InvoiceView,
+): Promise<void> {
+  const changed = changedFields(before, after);
+  if (changed.length === 0) return;
+  const org = { organizationUid: after.organization_uid };
+  await emitEvent(tx, jobs, org, 'invoice.updated', invoiceEntity(after), {
+    invoice: after,
+    changed_fields: changed,
+  });
+  if (before.status !== after.status) {
+    await emitEvent(tx, jobs, org, 'invoice.status_changed', invoiceEntity(after), {
+      invoice: after,
+      previous_status: before.status,
+      status: after.status,
+    });
+  }
+}
+
+/** What an invoice shows of its parties (interface 2.11 `parties`), and the provider's copies. */
+const PARTY_SUMMARY_FIELDS = ['name', 'address', 'role', 'billing_contact'] as const;
+
+/**
+ * A party's change shows in every invoice that names it: `invoice.updated` for each, its
+ * `changed_fields` from what changed (`parties`; `vendor_name`, `vendor_nit` where it is the
+ * provider). A page at a time, so a party with many invoices is never held in memory at once; the
+ * events are written in the party's transaction like every other.
+ */
+async function emitPartyChange(tx: DbOrTx, jobs: Jobs, change: PartyChange): Promise<void> {
+  const { organizationUid, before, after } = change;
+  const summary = PARTY_SUMMARY_FIELDS.some(
+    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
+  );
+  const vendorName = before.name !== after.name;
+  const vendorNit = (before.tax_id ?? '') !== (after.tax_id ?? '');
+  if (!summary && !vendorName && !vendorNit) return;
+  let afterUid: string | null = null;
+  for (;;) {
+    const rows = await repo.listInvoicesOfParty(tx, organizationUid, after.uid, { afterUid, limit: 200 });
+    if (rows.length === 0) return;
+    const views = await loadInvoiceViews(tx, organizationUid, rows, { includeComments: true });
+    for (const [i, row] of rows.entries()) {
+      const provider = row.serviceProviderPartyUid === after.uid;
+      const changed = [
+        ...(summary ? ['parties'] : []),
+        ...(provider && vendorName ? ['vendor_name'] : []),
+        ...(provider && vendorNit ? ['vendor_nit'] : []),
+      ];
+      if (changed.length === 0) continue;
+      await emitEvent(tx, jobs, { organizationUid }, 'invoice.updated', invoiceEntity(views[i]!), {
+        invoice: views[i],
+        changed_fields: changed,
+      });
+    }
+    afterUid = rows[rows.length - 1]!.uid;
+  }
+}
+
+/** The invoices module's part in other modules' changes (app.ts installs it once). */
+export function installInvoiceEvents(): void {
+  onPartyChanged(emitPartyChange);
+}
+
+function toPaymentView(row: repo.PaymentRow) {
+  return {
+    uid: row.uid,
+    invoice_uid: row.invoiceUid,
+    amount_cents: row.amountCents,
+    paid_at: row.paidAt.toISOString(),
+    created_by_user_uid: row.createdByUserUid,
+    created_at: row.createdAt.toISOString(),
+  };
 }
 
 interface ResolvedLine {
@@ -289,6 +393,7 @@ function duplicateNumber(error: unknown, number: string | undefined): never {
 
 export async function createInvoice(
   db: Db,
+  jobs: Jobs,
   ctx: RequestContext,
   body: CreateInvoiceBodyT,
 ): Promise<InvoiceView> {
@@ -372,7 +477,7 @@ export async function createInvoice(
       ]);
       const view = await viewOf(tx, updated);
       // In this transaction: the event (and its deliveries) exist exactly when the invoice does.
-      await emitEvent(tx, ctx, 'invoice.created', { type: 'invoice', uid: row.uid }, { invoice: view });
+      await emitEvent(tx, jobs, ctx, 'invoice.created', invoiceEntity(view), { invoice: view });
       return view;
     });
   } catch (error) {
@@ -520,6 +625,7 @@ async function applyUpdate(
  */
 export async function updateInvoice(
   db: Db,
+  jobs: Jobs,
   billingOptions: billing.BillingOptions,
   ctx: RequestContext,
   uid: string,
@@ -531,9 +637,12 @@ export async function updateInvoice(
     try {
       return await db.transaction(async (tx) => {
         const row = await getInvoiceRow(tx, ctx, uid, true);
+        const before = await viewOf(tx, row);
         const { updated, assignees } = await applyUpdate(tx, ctx, row, body);
         await recordInvoiceUpdate(tx, ctx, row, updated, assignees);
-        return viewOf(tx, updated);
+        const after = await viewOf(tx, updated);
+        await emitInvoiceChange(tx, jobs, before, after);
+        return after;
       });
     } catch (error) {
       duplicateNumber(error, body.invoice_number);
@@ -555,7 +664,7 @@ export async function updateInvoice(
   try {
     response = await billing.sendSync(integration, preview.view, intent, billingOptions);
   } catch (error) {
-    await billing.noteSyncFailure(db, intent, error);
+    await billing.noteSyncFailure(db, jobs, intent, error);
     throw error;
   }
   try {
@@ -567,6 +676,7 @@ export async function updateInvoice(
           'The invoice changed while its update was with the billing partner; send it again',
         );
       }
+      const before = await viewOf(tx, row);
       // The same update on the same invoice, stamped as the partner saw it (revision, updated_at).
       const { updated, assignees } = await applyUpdate(tx, ctx, row, body, {
         revision: intent.revision,
@@ -575,11 +685,14 @@ export async function updateInvoice(
       await billing.confirmSync(tx, integration, intent, response);
       // Recorded here, with the change that commits: the preview before the partner call rolled back.
       await recordInvoiceUpdate(tx, ctx, row, updated, assignees);
-      return viewOf(tx, updated);
+      const after = await viewOf(tx, updated);
+      await emitInvoiceChange(tx, jobs, before, after);
+      await billing.emitSynced(tx, jobs, intent, after);
+      return after;
     });
   } catch (error) {
     // The partner holds a state we did not commit: pending, so the reconciler sends it ours.
-    await billing.noteSyncFailure(db, intent, error);
+    await billing.noteSyncFailure(db, jobs, intent, error);
     duplicateNumber(error, body.invoice_number);
   }
 }
@@ -621,9 +734,16 @@ async function prepareUpdate(
 /** What the billing reconciler sends: the committed invoice, as GET shows it. */
 export const invoiceViewForSync = (tx: DbOrTx, row: repo.InvoiceRow) => viewOf(tx, row);
 
-export async function addLineItems(db: Db, ctx: RequestContext, invoiceUid: string, items: LineItemInputT[]) {
+export async function addLineItems(
+  db: Db,
+  jobs: Jobs,
+  ctx: RequestContext,
+  invoiceUid: string,
+  items: LineItemInputT[],
+) {
   return db.transaction(async (tx) => {
     const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    const before = await viewOf(tx, row);
     const lines = await resolveLines(
       tx,
       row.organizationUid,
@@ -634,20 +754,23 @@ export async function addLineItems(db: Db, ctx: RequestContext, invoiceUid: stri
       tx,
       lines.map((l) => lineValues(row.organizationUid, row.uid, l)),
     );
-    await recompute(tx, row, { revision: row.revision + 1 });
+    const updated = await recompute(tx, row, { revision: row.revision + 1 });
     await recordAuditEvents(tx, ctx, inserted.map(lineItemCreated));
+    await emitInvoiceChange(tx, jobs, before, await viewOf(tx, updated));
     return inserted.map(toLineItemView);
   });
 }
 
 export async function updateLineItems(
   db: Db,
+  jobs: Jobs,
   ctx: RequestContext,
   invoiceUid: string,
   items: LineItemUpdateT[],
 ) {
   return db.transaction(async (tx) => {
     const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    const before = await viewOf(tx, row);
     const existing = new Map(
       (await repo.listLineItems(tx, row.organizationUid, [row.uid])).map((l) => [l.uid, l]),
     );
@@ -700,7 +823,7 @@ export async function updateLineItems(
         }),
       );
     }
-    await recompute(tx, row, { revision: row.revision + 1 });
+    const recomputed = await recompute(tx, row, { revision: row.revision + 1 });
     const events: AuditEvent[] = [];
     for (const line of updated) {
       const changes = changesBetween(toLineItemView(existing.get(line.uid)!), toLineItemView(line), {
@@ -716,13 +839,16 @@ export async function updateLineItems(
       });
     }
     await recordAuditEvents(tx, ctx, events);
+    await emitInvoiceChange(tx, jobs, before, await viewOf(tx, recomputed));
     return updated.map(toLineItemView);
   });
 }
 
-export async function addComment(db: Db, ctx: RequestContext, invoiceUid: string, text: string) {
+export async function addComment(db: Db, jobs: Jobs, ctx: RequestContext, invoiceUid: string, text: string) {
   return db.transaction(async (tx) => {
-    const row = await getInvoiceRow(tx, ctx, invoiceUid);
+    // Locked: the views before and after must not take in another writer's change.
+    const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+    const before = await viewOf(tx, row);
     const comment = await repo.insertComment(tx, {
       organizationUid: row.organizationUid,
       invoiceUid: row.uid,
@@ -730,19 +856,22 @@ export async function addComment(db: Db, ctx: RequestContext, invoiceUid: string
       text,
     });
     await repo.refreshHasComments(tx, row.organizationUid, row.uid);
+    // A comment now exists: what refreshHasComments just wrote.
+    await emitInvoiceChange(tx, jobs, before, await viewOf(tx, { ...row, hasComments: true }));
     return toCommentView((await repo.findComment(tx, row.organizationUid, row.uid, comment.uid))!);
   });
 }
 
 export async function patchComment(
   db: Db,
+  jobs: Jobs,
   ctx: RequestContext,
   invoiceUid: string,
   commentUid: string,
   body: { text?: string | undefined; resolved?: boolean | undefined },
 ) {
   return db.transaction(async (tx) => {
-    const row = await getInvoiceRow(tx, ctx, invoiceUid);
+    const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
     const found = await repo.findComment(tx, row.organizationUid, row.uid, commentUid);
     if (!found) throw notFound('Comment');
     if (body.text !== undefined && found.comment.authorUserUid !== ctx.principal.user.uid) {
@@ -754,7 +883,11 @@ export async function patchComment(
       Object.assign(values, { resolvedBy: ctx.principal.user.id, resolvedAt: new Date() });
     }
     if (body.resolved === false) Object.assign(values, { resolvedBy: null, resolvedAt: null });
-    if (Object.keys(values).length > 0) await repo.updateComment(tx, row.organizationUid, commentUid, values);
+    if (Object.keys(values).length > 0) {
+      const before = await viewOf(tx, row);
+      await repo.updateComment(tx, row.organizationUid, commentUid, values);
+      await emitInvoiceChange(tx, jobs, before, await viewOf(tx, row));
+    }
     return toCommentView((await repo.findComment(tx, row.organizationUid, row.uid, commentUid))!);
   });
 }
@@ -762,6 +895,7 @@ export async function patchComment(
 /** Records a payment; one that settles the remaining amount moves the invoice to `paid`. */
 export async function addPayment(
   db: Db,
+  jobs: Jobs,
   ctx: RequestContext,
   invoiceUid: string,
   body: { amount_cents: number; paid_at?: string | undefined },
@@ -776,6 +910,7 @@ export async function addPayment(
         { field: 'amount_cents', message: `exceeds the amount remaining (${row.amountRemainingCents})` },
       ]);
     }
+    const before = await viewOf(tx, row);
     const paidAt = toInstant(body.paid_at) ?? new Date();
     const payment = await repo.insertPayment(tx, {
       organizationUid: row.organizationUid,
@@ -810,6 +945,13 @@ export async function addPayment(
       }
     }
     await recordAuditEvents(tx, ctx, events);
-    return viewOf(tx, updated);
+    const after = await viewOf(tx, updated);
+    // The payment first, then what it did to the invoice (its amounts, and a move to paid).
+    await emitEvent(tx, jobs, ctx, 'payment.recorded', invoiceEntity(after), {
+      payment: toPaymentView(payment),
+      invoice: after,
+    });
+    await emitInvoiceChange(tx, jobs, before, after);
+    return after;
   });
 }

@@ -1,9 +1,11 @@
 import crypto from 'node:crypto';
 import type { Readable } from 'node:stream';
 import type { Db } from '../../platform/db/client.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './knowledge.repository.ts';
+import { toKnowledgeView } from './knowledge-view.ts';
 import { MAX_KNOWLEDGE_BYTES, PRESIGN_EXPIRES_S } from './knowledge.schemas.ts';
 import {
   ExtractionError,
@@ -35,6 +37,34 @@ export interface ProcessJobData {
 export interface ProcessingDeps {
   db: Db;
   storage: ObjectStorage;
+  /** Where the webhook events of a processing's outcome are delivered from. */
+  jobs: Jobs;
+}
+
+/**
+ * Ends the record `ready` or `failed` (only if it is still `processing`) with its webhook event,
+ * `knowledge.processed` or `knowledge.failed`, in one transaction. False when it was settled already.
+ */
+async function finish(
+  deps: Pick<ProcessingDeps, 'db' | 'jobs'>,
+  organizationUid: string,
+  uid: string,
+  result: repo.ProcessingResult,
+): Promise<boolean> {
+  return deps.db.transaction(async (tx) => {
+    const row = await repo.finishProcessing(tx, organizationUid, uid, result);
+    if (!row) return false;
+    const failed = row.status === 'failed';
+    await emitEvent(
+      tx,
+      deps.jobs,
+      { organizationUid: row.organizationUid },
+      failed ? 'knowledge.failed' : 'knowledge.processed',
+      { type: 'knowledge_document', uid: row.uid },
+      { knowledge_document: toKnowledgeView(row), ...(failed ? { error: row.error } : {}) },
+    );
+    return true;
+  });
 }
 
 /** The first `bytes` bytes of an object (fewer if it is shorter), or null when there is none. */
@@ -96,7 +126,7 @@ export async function processKnowledgeDocument(
   const row = await repo.findKnowledgeDocument(deps.db, [data.organization_uid], data.knowledge_document_uid);
   if (!row || row.status !== 'processing') return 'skipped';
   const fail = async (error: string, found: { fileSize?: number; sha256?: string } = {}) => {
-    const done = await repo.finishProcessing(deps.db, row.organizationUid, row.uid, {
+    const done = await finish(deps, row.organizationUid, row.uid, {
       status: 'failed',
       error,
       fileSize: found.fileSize ?? null,
@@ -127,7 +157,7 @@ export async function processKnowledgeDocument(
     if (error instanceof ExtractionError) return fail(error.message, found);
     throw error;
   }
-  const done = await repo.finishProcessing(deps.db, row.organizationUid, row.uid, {
+  const done = await finish(deps, row.organizationUid, row.uid, {
     status: 'ready',
     fileSize: file.bytes.length,
     sha256: file.sha256,
@@ -141,7 +171,7 @@ export async function processKnowledgeDocument(
  * `failed` with the reason instead of staying `processing` for ever.
  */
 export async function runProcessJob(
-  deps: ProcessingDeps & { jobs: Jobs },
+  deps: ProcessingDeps,
   data: ProcessJobData,
   job: { id: string },
 ): Promise<ProcessOutcome> {
@@ -151,7 +181,7 @@ export async function runProcessJob(
     const meta = await deps.jobs.getJob(KNOWLEDGE_PROCESS_QUEUE, job.id).catch(() => null);
     if (meta && meta.retryCount < meta.retryLimit) throw error;
     const reason = error instanceof Error ? error.message : String(error);
-    await repo.finishProcessing(deps.db, data.organization_uid, data.knowledge_document_uid, {
+    await finish(deps, data.organization_uid, data.knowledge_document_uid, {
       status: 'failed',
       error: `Processing failed: ${reason.slice(0, 300)}`,
     });
@@ -165,7 +195,7 @@ export async function runProcessJob(
  * came first wins), then the object; if the object cannot be deleted the row stays for the next sweep.
  */
 export async function sweepExpiredPresigns(
-  deps: ProcessingDeps,
+  deps: Pick<ProcessingDeps, 'db' | 'storage'>,
   options: { now?: Date; graceSeconds?: number; limit?: number } = {},
 ): Promise<{ swept: number }> {
   const now = options.now ?? new Date();

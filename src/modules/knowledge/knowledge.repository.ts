@@ -73,7 +73,7 @@ export async function finishProcessing(
   organizationUid: string,
   uid: string,
   result: ProcessingResult,
-): Promise<boolean> {
+): Promise<KnowledgeDocumentRow | undefined> {
   const values =
     result.status === 'ready'
       ? {
@@ -94,8 +94,8 @@ export async function finishProcessing(
     .update(knowledgeDocuments)
     .set({ ...values, updatedAt: sql`now()` })
     .where(and(one(organizationUid, uid), eq(knowledgeDocuments.status, 'processing')))
-    .returning({ uid: knowledgeDocuments.uid });
-  return rows.length === 1;
+    .returning();
+  return rows[0];
 }
 
 /**

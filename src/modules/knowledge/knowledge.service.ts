@@ -7,6 +7,7 @@ import { normalizeContentType } from '../../platform/storage/multipart-upload.ts
 import { sanitizeFilename, type ObjectStorage, type PresignedPost } from '../../platform/storage/storage.ts';
 import { KNOWLEDGE_PROCESS_QUEUE, readHead, type ProcessJobData } from './knowledge-processing.ts';
 import * as repo from './knowledge.repository.ts';
+import { toKnowledgeView, type KnowledgeDocumentView } from './knowledge-view.ts';
 import { MAX_KNOWLEDGE_BYTES, PRESIGN_EXPIRES_S } from './knowledge.schemas.ts';
 import {
   isKnowledgeContentType,
@@ -33,37 +34,7 @@ export interface KnowledgeDeps {
   storage: ObjectStorage;
 }
 
-export interface KnowledgeDocumentView {
-  uid: string;
-  organization_uid: string;
-  filename: string;
-  content_type: string;
-  file_size: number | null;
-  sha256: string | null;
-  s3_object_name: string;
-  status: repo.KnowledgeDocumentRow['status'];
-  workflow_id: string | null;
-  error: string | null;
-  created_at: Date;
-  updated_at: Date;
-}
-
-export function toKnowledgeView(row: repo.KnowledgeDocumentRow): KnowledgeDocumentView {
-  return {
-    uid: row.uid,
-    organization_uid: row.organizationUid,
-    filename: row.filename,
-    content_type: row.contentType,
-    file_size: row.fileSize === null ? null : Number(row.fileSize),
-    sha256: row.sha256,
-    s3_object_name: row.s3ObjectName,
-    status: row.status,
-    workflow_id: row.workflowId,
-    error: row.error,
-    created_at: row.createdAt,
-    updated_at: row.updatedAt,
-  };
-}
+export { toKnowledgeView, type KnowledgeDocumentView };
 
 /** `<organization>/knowledge/<document uid>/<file name made safe>`. */
 export function knowledgeKey(organizationUid: string, uid: string, filename: string): string {

@@ -69,7 +69,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
     },
     async (request) =>
       envelope(
-        await service.patchParty(db, request.tenant(), request.params.uid, request.body),
+        await service.patchParty(db, deps.jobs, request.tenant(), request.params.uid, request.body),
         'Party updated',
       ),
   );

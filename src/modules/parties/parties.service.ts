@@ -1,4 +1,5 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
@@ -30,6 +31,25 @@ export function toPartyView({ party, contact }: repo.PartyWithContact) {
   };
 }
 export type PartyView = ReturnType<typeof toPartyView>;
+
+/** A party changed, as its view shows it before and after; in the change's transaction. */
+export interface PartyChange {
+  organizationUid: string;
+  before: PartyView;
+  after: PartyView;
+}
+export type PartyChangeListener = (tx: DbOrTx, jobs: Jobs, change: PartyChange) => Promise<void>;
+
+const partyChangeListeners: PartyChangeListener[] = [];
+
+/**
+ * Another module that shows parties in its own resources (invoices embed theirs) is told of each
+ * change, in its transaction, to report it (`invoice.updated`). Registered once at start from the
+ * composition root: parties cannot import invoices (invoices import parties).
+ */
+export function onPartyChanged(listener: PartyChangeListener): void {
+  partyChangeListeners.push(listener);
+}
 
 function contactValues(input: ContactInputT) {
   return {
@@ -71,6 +91,7 @@ export async function getParty(db: Db, ctx: RequestContext, uid: string): Promis
 
 export async function patchParty(
   db: Db,
+  jobs: Jobs,
   ctx: RequestContext,
   uid: string,
   body: PatchPartyBodyT,
@@ -92,14 +113,18 @@ export async function patchParty(
     if (body.name !== undefined || body.tax_id !== undefined)
       await repo.refreshInvoicePartyNames(tx, org, updated.party);
     const view = toPartyView(updated);
+    const before = toPartyView(found);
     // The billing contact is part of the party: its changes show as billing_contact's before and after.
     await recordUpdate(tx, ctx, {
       organizationUid: org,
       action: 'party.updated',
       entityUid: uid,
-      before: toPartyView(found),
+      before,
       after: view,
     });
+    for (const listener of partyChangeListeners) {
+      await listener(tx, jobs, { organizationUid: org, before, after: view });
+    }
     return view;
   });
 }

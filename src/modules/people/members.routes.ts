@@ -76,7 +76,10 @@ export async function memberRoutes(app: App, deps: AppDeps) {
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
-      return envelope(await service.removeMember(db, ctx, request.params.user_uid), 'Member removed');
+      return envelope(
+        await service.removeMember(db, deps.jobs, ctx, request.params.user_uid),
+        'Member removed',
+      );
     },
   );
 }

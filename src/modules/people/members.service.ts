@@ -4,6 +4,7 @@ import { requireAdmin, type RequestContext } from '../../platform/http/context.t
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Role } from '../../platform/http/scopes.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { revokeUserKeysInOrganization } from '../api-keys/api-keys.service.ts';
 import * as tenancy from '../tenancy/tenancy.service.ts';
 import { unassignRemovedMember, userActor } from '../work-tasks/work-tasks.service.ts';
@@ -113,7 +114,12 @@ export interface RemovedMemberView {
  * revoked (401 from their next request), and their open work tasks here are unassigned with a
  * change-log entry. The last admin cannot be removed.
  */
-export async function removeMember(db: Db, ctx: RequestContext, userUid: string): Promise<RemovedMemberView> {
+export async function removeMember(
+  db: Db,
+  jobs: Jobs,
+  ctx: RequestContext,
+  userUid: string,
+): Promise<RemovedMemberView> {
   requireAdmin(ctx);
   const org = ctx.organizationUid;
   return db.transaction(async (tx) => {
@@ -125,7 +131,7 @@ export async function removeMember(db: Db, ctx: RequestContext, userUid: string)
     const removed = await tenancy.deleteMembership(tx, org, userUid);
     if (!removed) throw notFound('Member');
     const revoked = await revokeUserKeysInOrganization(tx, org, userUid);
-    const unassigned = await unassignRemovedMember(tx, org, userUid, userActor(ctx));
+    const unassigned = await unassignRemovedMember(tx, jobs, org, userUid, userActor(ctx));
     await recordAuditEvent(tx, ctx, {
       organizationUid: org,
       action: 'member.removed',

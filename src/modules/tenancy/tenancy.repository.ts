@@ -95,6 +95,19 @@ export async function lockAdminMemberships(db: DbOrTx, organizationUid: string):
   return rows.map((r) => r.userUid);
 }
 
+/** The admins of an organization, by email (whom the service writes to about it). */
+export async function listAdminContacts(
+  db: DbOrTx,
+  organizationUid: string,
+): Promise<{ userUid: string; email: string; fullName: string }[]> {
+  return db
+    .select({ userUid: users.uid, email: users.email, fullName: users.fullName })
+    .from(memberships)
+    .innerJoin(users, eq(users.uid, memberships.userUid))
+    .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.role, 'admin')))
+    .orderBy(asc(users.email));
+}
+
 export async function updateMembershipRole(db: DbOrTx, organizationUid: string, userUid: string, role: Role) {
   const [row] = await db
     .update(memberships)

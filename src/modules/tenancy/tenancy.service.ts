@@ -143,6 +143,8 @@ export const findOrganization = repo.findOrganization;
 export const findUserByEmail = repo.findUserByEmail;
 export const findMembership = repo.findMembership;
 export const lockAdminMemberships = repo.lockAdminMemberships;
+/** The organization's admins, for notices the service sends them (a webhook endpoint disabled). */
+export const listAdminContacts = repo.listAdminContacts;
 export const updateMembershipRole = repo.updateMembershipRole;
 export const deleteMembership = repo.deleteMembership;
 

@@ -4,9 +4,11 @@ import {
   deliverDueWebhooks,
   deliverWebhook,
   purgeOldEvents,
-  useDeliveryQueue,
+  sendDisabledNotice,
   WEBHOOK_DELIVER_QUEUE,
+  WEBHOOK_DISABLED_NOTICE_QUEUE,
   webhookOptionsOf,
+  type DisabledNoticeJobData,
 } from './webhooks.service.ts';
 
 export const WEBHOOK_SWEEP_QUEUE = 'remit.webhooks.sweep';
@@ -18,9 +20,9 @@ interface DeliverJobData {
 }
 
 /**
- * One job per delivery attempt (enqueued with the event, and with each retry's time), a sweep every
- * minute for whatever a job missed (a killed worker's lease ran out, a retry whose job was lost), and
- * the daily 30-day purge of events.
+ * One job per delivery attempt (enqueued with the event, with each retry's time, and with each
+ * claim for the moment its lease ends), a sweep every minute for whatever a job missed, the notice to
+ * admins of an endpoint disabled, and the daily 30-day purge of events.
  */
 export async function registerWebhookJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
@@ -28,12 +30,18 @@ export async function registerWebhookJobs(deps: JobDeps, log: FastifyBaseLogger)
   await jobs.define<DeliverJobData>(WEBHOOK_DELIVER_QUEUE, async (data) => {
     await deliverWebhook(database.db, options, data.delivery_uid);
   });
-  useDeliveryQueue(jobs);
   await jobs.define(WEBHOOK_SWEEP_QUEUE, async () => {
     const counts = await deliverDueWebhooks(database.db, options);
     if (counts.succeeded + counts.failed + counts.abandoned > 0) log.info(counts, 'webhook deliveries swept');
   });
   await jobs.schedule(WEBHOOK_SWEEP_QUEUE, '* * * * *');
+  await jobs.define<DisabledNoticeJobData>(WEBHOOK_DISABLED_NOTICE_QUEUE, async (data) => {
+    const admins = await sendDisabledNotice(
+      { db: database.db, config: deps.config, mail: deps.clients.mail },
+      data,
+    );
+    log.info({ endpoint_uid: data.endpoint_uid, admins }, 'webhook endpoint disabled: admins told');
+  });
   await jobs.define(EVENT_RETENTION_QUEUE, async () => {
     const purged = await purgeOldEvents(database.db);
     if (purged > 0) log.info({ purged }, 'events past 30 days purged');

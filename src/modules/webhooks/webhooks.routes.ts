@@ -172,7 +172,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);
-      const delivery = await service.sendTestEvent(db, ctx, request.params.uid);
+      const delivery = await service.sendTestEvent(db, deps.jobs, ctx, request.params.uid);
       return reply.code(202).send(envelope(delivery, 'Test event queued', 202));
     },
   );
@@ -218,7 +218,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);
-      const delivery = await service.resendDelivery(db, ctx, request.params.delivery_uid);
+      const delivery = await service.resendDelivery(db, deps.jobs, ctx, request.params.delivery_uid);
       return reply.code(202).send(envelope(delivery, 'Delivery queued again', 202));
     },
   );

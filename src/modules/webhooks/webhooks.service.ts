@@ -1,5 +1,6 @@
 import crypto from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import type { Config } from '../../config.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { requirePermission, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
@@ -7,6 +8,7 @@ import { assertPublicTarget, OutboundError, sendOutbound } from '../../platform/
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { JobDeps } from '../../platform/http/types.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
+import type { MailTransports } from '../../platform/mail/mailer.ts';
 import type { Metrics } from '../../platform/observability/metrics.ts';
 import type { SecretBox } from '../../platform/secrets/secret-box.ts';
 import {
@@ -26,6 +28,8 @@ import {
   type EventType,
   type SubscribableEventType,
 } from './webhook-signing.ts';
+import { sendSystemMail } from '../people/system-mail.ts';
+import { findOrganization, listAdminContacts } from '../tenancy/tenancy.service.ts';
 import * as repo from './webhooks.repository.ts';
 
 export { EVENT_TYPES, type SubscribableEventType } from './webhook-signing.ts';
@@ -41,33 +45,35 @@ export const RESPONSE_EXCERPT_CHARS = 1000;
 export interface WebhookOptions {
   allowPrivateNetworkTargets: boolean;
   timeoutMs: number;
+  /** How long a claimed attempt is presumed alive before another worker may send it again. */
+  leaseMs: number;
   secrets: SecretBox;
+  /** The queue the delivery jobs (and an endpoint's disabled notice) are enqueued into. */
+  jobs: Jobs;
   metrics?: Metrics | undefined;
 }
 
-export function webhookOptionsOf(deps: Pick<JobDeps, 'config' | 'secrets' | 'metrics'>): WebhookOptions {
+export function webhookOptionsOf(
+  deps: Pick<JobDeps, 'config' | 'secrets' | 'metrics' | 'jobs'>,
+): WebhookOptions {
   return {
     allowPrivateNetworkTargets: deps.config.allowPrivateNetworkTargets,
     timeoutMs: deps.config.webhookTimeoutMs,
+    leaseMs: deps.config.webhookLeaseMs,
     secrets: deps.secrets,
+    jobs: deps.jobs,
     metrics: deps.metrics,
   };
 }
 
-/**
- * The delivery queue, set when the jobs are declared (webhooks.jobs.ts). `emitEvent` is called from
- * other modules' transactions with no dependencies at hand; a process that never declared the queue (a
- * CLI command) still writes the outbox, and the sweep delivers it.
- */
-let deliveryQueue: Jobs | undefined;
-export function useDeliveryQueue(jobs: Jobs | undefined): void {
-  deliveryQueue = jobs;
-}
-
 /** A job per delivery, in `tx`: it exists exactly when the delivery row commits. */
-async function enqueueDelivery(tx: DbOrTx, delivery: repo.DeliveryRow, startAfter?: Date): Promise<void> {
-  if (!deliveryQueue) return;
-  await deliveryQueue.enqueue(
+async function enqueueDelivery(
+  tx: DbOrTx,
+  jobs: Jobs,
+  delivery: repo.DeliveryRow,
+  startAfter?: Date,
+): Promise<void> {
+  await jobs.enqueue(
     tx,
     WEBHOOK_DELIVER_QUEUE,
     { organization_uid: delivery.organizationUid, delivery_uid: delivery.uid },
@@ -91,10 +97,12 @@ export interface EventEntity {
 /**
  * The one call a module makes when something webhook-worthy happened: writes the event to the outbox
  * and one pending delivery per enabled endpoint subscribed to it, in the caller's transaction `tx` (a
- * rollback takes them too), and enqueues their delivery jobs in it. Nothing is sent here.
+ * rollback takes them too), and enqueues their delivery jobs in it on `jobs` (the process's queue,
+ * handed down from the composition root like every other job). Nothing is sent here.
  */
 export async function emitEvent(
   tx: DbOrTx,
+  jobs: Jobs,
   ctx: { organizationUid: string },
   type: SubscribableEventType,
   entity: EventEntity,
@@ -104,6 +112,7 @@ export async function emitEvent(
   const endpoints = await repo.endpointsFor(tx, organizationUid, type);
   return writeEvent(
     tx,
+    jobs,
     organizationUid,
     type,
     entity,
@@ -114,6 +123,7 @@ export async function emitEvent(
 
 async function writeEvent(
   tx: DbOrTx,
+  jobs: Jobs,
   organizationUid: string,
   type: EventType,
   entity: EventEntity,
@@ -138,7 +148,7 @@ async function writeEvent(
       nextAttemptAt: event.createdAt,
     })),
   );
-  for (const delivery of deliveries) await enqueueDelivery(tx, delivery);
+  for (const delivery of deliveries) await enqueueDelivery(tx, jobs, delivery);
   return { ...event, deliveries };
 }
 
@@ -362,7 +372,7 @@ export async function rotateEndpointSecret(
 }
 
 /** A `webhook.test` event to this endpoint alone, whatever it subscribes to; answers its delivery. */
-export async function sendTestEvent(db: Db, ctx: RequestContext, uid: string) {
+export async function sendTestEvent(db: Db, jobs: Jobs, ctx: RequestContext, uid: string) {
   requirePermission(ctx, 'webhooks:write');
   return db.transaction(async (tx) => {
     const endpoint = await endpointOrThrow(tx, ctx, uid);
@@ -371,6 +381,7 @@ export async function sendTestEvent(db: Db, ctx: RequestContext, uid: string) {
     }
     const event = await writeEvent(
       tx,
+      jobs,
       ctx.organizationUid,
       TEST_EVENT_TYPE,
       { type: 'webhook_endpoint', uid },
@@ -401,7 +412,7 @@ export async function listDeliveries(
  * Sends a delivery again, whatever became of it: it is due at once, with a new 3-day retry window, and
  * keeps its `webhook-id` (the event's uid), so a receiver that already has it can tell.
  */
-export async function resendDelivery(db: Db, ctx: RequestContext, deliveryUid: string) {
+export async function resendDelivery(db: Db, jobs: Jobs, ctx: RequestContext, deliveryUid: string) {
   requirePermission(ctx, 'webhooks:write');
   return db.transaction(async (tx) => {
     const delivery = await repo.findDelivery(tx, ctx.organizationUid, deliveryUid);
@@ -416,7 +427,7 @@ export async function resendDelivery(db: Db, ctx: RequestContext, deliveryUid: s
       firstAttemptAt: null,
       leasedUntil: null,
     }))!;
-    await enqueueDelivery(tx, row);
+    await enqueueDelivery(tx, jobs, row);
     return toDeliveryView({ ...row, eventType: delivery.eventType });
   });
 }
@@ -447,8 +458,10 @@ export type DeliveryOutcome = 'skipped' | 'succeeded' | 'failed' | 'abandoned';
 /**
  * One attempt of one delivery: claimed in a short transaction (the attempt is counted and a lease
  * taken before anything is sent), sent with no transaction open, and settled in a second one. A
- * worker killed between the two leaves the delivery pending with an expiring lease: the sweep sends it
- * again (at least once; receivers drop duplicates by `webhook-id`). `now` is the clock (tests move it).
+ * worker killed between the two leaves the delivery pending with an expiring lease. The claim also
+ * enqueues a job for the moment the lease ends: if the attempt was settled by then it finds nothing to
+ * do, else it sends the delivery again (at least once; receivers drop duplicates by `webhook-id`). The
+ * minute's sweep is the fallback. `now` is the clock (tests move it).
  */
 export async function deliverWebhook(
   db: Db,
@@ -456,10 +469,14 @@ export async function deliverWebhook(
   deliveryUid: string,
   now = new Date(),
 ): Promise<DeliveryOutcome> {
-  const leasedUntil = new Date(now.getTime() + options.timeoutMs + 30_000);
+  const leasedUntil = new Date(now.getTime() + options.leaseMs);
   const claimed = await db.transaction(async (tx) => {
     const delivery = await repo.claimDelivery(tx, deliveryUid, now, leasedUntil);
     if (!delivery) return undefined;
+    // Whoever takes this job once the lease has ended finds the delivery settled (and skips it) unless
+    // this worker died mid-send: then it is the next attempt, seconds after the lease rather than at
+    // the next minute's sweep.
+    await enqueueDelivery(tx, options.jobs, delivery, leasedUntil);
     const endpoint = await repo.findEndpoint(tx, delivery.organizationUid, delivery.endpointUid);
     const event = await repo.findEvent(tx, delivery.organizationUid, delivery.eventUid);
     return { delivery, endpoint: endpoint!, event: event! };
@@ -531,7 +548,7 @@ export async function deliverWebhook(
         consecutiveFailures: 0,
         lastSuccessAt: now,
       });
-      await releaseNextOfEntity(tx, delivery);
+      await releaseNextOfEntity(tx, options.jobs, delivery);
       return 'succeeded';
     }
     const next = nextAttemptAfter(delivery.attempts, delivery.firstAttemptAt ?? now, now);
@@ -540,27 +557,37 @@ export async function deliverWebhook(
       lastError: error.slice(0, RESPONSE_EXCERPT_CHARS),
       ...(next ? { status: 'failed', nextAttemptAt: next } : { status: 'abandoned' }),
     });
-    if (next) await enqueueDelivery(tx, delivery, next);
-    else await releaseNextOfEntity(tx, delivery);
-    await noteEndpointFailure(tx, endpoint, error, now, next ? null : (delivery.firstAttemptAt ?? now));
+    if (next) await enqueueDelivery(tx, options.jobs, delivery, next);
+    else await releaseNextOfEntity(tx, options.jobs, delivery);
+    await noteEndpointFailure(
+      tx,
+      options.jobs,
+      endpoint,
+      error,
+      now,
+      next ? null : (delivery.firstAttemptAt ?? now),
+    );
     return next ? 'failed' : 'abandoned';
   });
 }
 
 /** Once a delivery is settled, the next one of its entity may go (per-entity order). */
-async function releaseNextOfEntity(tx: DbOrTx, delivery: repo.DeliveryRow): Promise<void> {
+async function releaseNextOfEntity(tx: DbOrTx, jobs: Jobs, delivery: repo.DeliveryRow): Promise<void> {
   const next = await repo.nextOfEntity(tx, delivery);
-  if (next) await enqueueDelivery(tx, next);
+  if (next) await enqueueDelivery(tx, jobs, next);
 }
 
 /**
  * An endpoint is disabled once every attempt has failed for 3 days: no success since `failing_since`
  * for that long, or a delivery abandoned (3 days of retries) with no success since its first attempt.
- * The reason is stored and the admins are told through the audit log (`webhook_endpoint.disabled`, by
- * the system). Its pending deliveries stay pending and go again once an admin enables it.
+ * The reason is stored, the audit log records it (`webhook_endpoint.disabled`, by the system), and a
+ * job enqueued in the same transaction emails the organization's admins (`sendDisabledNotice`): the
+ * notice exists exactly when the disabling commits, and no mail goes out while it is open. Its pending
+ * deliveries stay pending and go again once an admin enables it.
  */
 async function noteEndpointFailure(
   tx: DbOrTx,
+  jobs: Jobs,
   endpoint: repo.EndpointRow,
   error: string,
   now: Date,
@@ -589,6 +616,74 @@ async function noteEndpointFailure(
       disabled_reason: { before: null, after: reason },
     },
   });
+  await jobs.enqueue<DisabledNoticeJobData>(tx, WEBHOOK_DISABLED_NOTICE_QUEUE, {
+    organization_uid: endpoint.organizationUid,
+    endpoint_uid: endpoint.uid,
+    reason,
+  });
+}
+
+export const WEBHOOK_DISABLED_NOTICE_QUEUE = 'remit.webhooks.disabled_notice';
+export interface DisabledNoticeJobData {
+  organization_uid: string;
+  endpoint_uid: string;
+  /** Why, as stored when it was disabled (the endpoint's `disabled_reason` then). */
+  reason: string;
+}
+
+export interface NoticeDeps {
+  db: Db;
+  config: Pick<Config, 'mailFrom' | 'publicBaseUrl'>;
+  mail: MailTransports;
+}
+
+/** The endpoint's address for people: scheme, host and path; a query string may carry a token. */
+function endpointAddress(url: string): string {
+  const parsed = new URL(url);
+  return `${parsed.origin}${parsed.pathname}${parsed.search ? ' (query string not shown)' : ''}`;
+}
+
+/**
+ * The notice job: one email to each admin of the organization (Remit's own mail, `MAIL_FROM` through
+ * the operator's SMTP server or the outbox) naming the endpoint, why it was disabled and how to enable
+ * it again. Nothing is sent when the endpoint was deleted or enabled again meanwhile. A failed send
+ * throws, for the job's retry (which writes to every admin again). Returns how many were written to.
+ */
+export async function sendDisabledNotice(deps: NoticeDeps, data: DisabledNoticeJobData): Promise<number> {
+  const endpoint = await repo.findEndpoint(deps.db, data.organization_uid, data.endpoint_uid);
+  if (!endpoint || endpoint.enabled) return 0;
+  const organization = await findOrganization(deps.db, data.organization_uid);
+  const admins = await listAdminContacts(deps.db, data.organization_uid);
+  const base = deps.config.publicBaseUrl;
+  const path = `/api/organization/${endpoint.organizationUid}/webhook-endpoints/${endpoint.uid}`;
+  const name = endpoint.description || new URL(endpoint.url).host;
+  const text = [
+    `A webhook endpoint of ${organization?.name ?? 'your organization'} was disabled automatically, ` +
+      'because every delivery to it failed for too long.',
+    '',
+    `Endpoint: ${endpoint.uid}`,
+    `Address: ${endpointAddress(endpoint.url)}`,
+    ...(endpoint.description ? [`Description: ${endpoint.description}`] : []),
+    `Reason: ${data.reason}`,
+    '',
+    'Events are still recorded (GET /api/events lists them); the deliveries to this endpoint wait until',
+    'it is enabled again, then go in order.',
+    '',
+    'Once the endpoint answers again, an admin enables it with:',
+    `  curl -X PATCH '${base}${path}' \\`,
+    "    -H 'Authorization: Bearer <an admin API key>' -H 'Content-Type: application/json' \\",
+    `    -d '{"enabled": true}'`,
+    '',
+    `Its delivery log (status, answer and error of every attempt): GET ${base}${path}/deliveries`,
+    'See docs/webhooks.md#disabling.',
+  ].join('\n');
+  for (const admin of admins) {
+    await sendSystemMail(
+      { config: deps.config, mail: deps.mail },
+      { to: admin.email, subject: `Remit: webhook endpoint disabled (${name})`, text },
+    );
+  }
+  return admins.length;
 }
 
 /**

@@ -162,7 +162,7 @@ export async function unassignOpenTasksOf(
   organizationUid: string,
   userUid: string,
   change: NewChange,
-): Promise<string[]> {
+): Promise<TaskRow[]> {
   const rows = await db
     .update(workTasks)
     .set({
@@ -179,7 +179,7 @@ export async function unassignOpenTasksOf(
         sql`${workTasks.status} not in ('done', 'canceled')`,
       ),
     )
-    .returning({ uid: workTasks.uid });
+    .returning();
   if (rows.length > 0) {
     await db.insert(workTaskChanges).values(
       rows.map(({ uid }) => ({
@@ -196,7 +196,7 @@ export async function unassignOpenTasksOf(
       })),
     );
   }
-  return rows.map((r) => r.uid);
+  return rows;
 }
 
 /** Which of the given entities exist in the organization (`type:uid` keys). */

@@ -33,7 +33,12 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
       config: { scope: 'work_tasks:write' },
     },
     async (request, reply) => {
-      const task = await service.createTask(db, request.tenant(request.body.organization_uid), request.body);
+      const task = await service.createTask(
+        db,
+        deps.jobs,
+        request.tenant(request.body.organization_uid),
+        request.body,
+      );
       return reply.code(201).send(envelope(task, 'Work task created', 201));
     },
   );

@@ -261,9 +261,62 @@ async function recordTaskCreated(
   });
 }
 
+// ---- webhook events (docs/webhooks.md#event-types): in the transaction of the change they report ----
+
+const taskEntity = (task: TaskRow) => ({
+  type: 'work_task',
+  uid: task.uid,
+  organizationUid: task.organizationUid,
+});
+
+/**
+ * A new task's events, once its entities and change log are written: `work_task.created`, then
+ * `work_task.assigned` when it was created with an assignee, then `work_task.approval_requested` for
+ * an approval. Returns the task's view (what they carry).
+ */
+async function emitTaskCreated(tx: DbOrTx, jobs: Jobs, task: TaskRow): Promise<TaskView> {
+  const view = await viewOf(tx, task);
+  const org = { organizationUid: task.organizationUid };
+  await emitEvent(tx, jobs, org, 'work_task.created', taskEntity(task), { work_task: view });
+  if (task.assigneeType) {
+    await emitEvent(tx, jobs, org, 'work_task.assigned', taskEntity(task), {
+      work_task: view,
+      previous_assign_to: null,
+    });
+  }
+  if (task.type === 'hil_approval') {
+    await emitEvent(tx, jobs, org, 'work_task.approval_requested', taskEntity(task), { work_task: view });
+  }
+  return view;
+}
+
+/** `work_task.assigned`: the assignee was set, changed or removed (then `assign_to` is null). */
+async function emitAssigned(
+  tx: DbOrTx,
+  jobs: Jobs,
+  task: TaskRow,
+  view: TaskView,
+  previous: ReturnType<typeof assigneeSummary>,
+  reason?: string,
+): Promise<void> {
+  await emitEvent(
+    tx,
+    jobs,
+    { organizationUid: task.organizationUid },
+    'work_task.assigned',
+    taskEntity(task),
+    { work_task: view, previous_assign_to: previous, ...(reason ? { reason } : {}) },
+  );
+}
+
 // ---- use cases ----
 
-export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBodyT): Promise<TaskView> {
+export async function createTask(
+  db: Db,
+  jobs: Jobs,
+  ctx: RequestContext,
+  body: CreateTaskBodyT,
+): Promise<TaskView> {
   const title = cleanTitle(body.title);
   const org = ctx.organizationUid;
   const actor = userActor(ctx);
@@ -285,7 +338,7 @@ export async function createTask(db: Db, ctx: RequestContext, body: CreateTaskBo
     await repo.replaceContextEntities(tx, org, task.uid, entities);
     await repo.insertChanges(tx, org, task.uid, [change(actor, 'created', null)]);
     await recordTaskCreated(tx, ctx, task, entities);
-    return viewOf(tx, task);
+    return emitTaskCreated(tx, jobs, task);
   });
 }
 
@@ -303,6 +356,8 @@ export interface RaiseApprovalInput {
   runUid?: string | null | undefined;
   /** Who raises it, for the audit log: the agent run, or the key of an outside runtime. */
   origin: AuditOrigin;
+  /** The queue its webhook events' deliveries go to. */
+  jobs: Jobs;
 }
 
 /**
@@ -336,6 +391,7 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   await repo.replaceContextEntities(tx, org, task.uid, entities);
   await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
   await recordTaskCreated(tx, input.origin, task, entities);
+  await emitTaskCreated(tx, input.jobs, task);
   return task;
 }
 
@@ -383,11 +439,17 @@ export async function patchTask(
     if (!task) throw notFound('Work task');
     if (task.type === 'hil_approval') return resolveApproval(tx, jobs, ctx, task, body);
     refuseFields(body, RESOLVE_FIELDS, 'Resolve fields apply only to hil_approval tasks');
-    return updateUserTask(tx, ctx, task, body);
+    return updateUserTask(tx, jobs, ctx, task, body);
   });
 }
 
-async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, body: PatchTaskBodyT) {
+async function updateUserTask(
+  tx: DbOrTx,
+  jobs: Jobs,
+  ctx: RequestContext,
+  task: TaskRow,
+  body: PatchTaskBodyT,
+) {
   const org = task.organizationUid;
   const actor = userActor(ctx);
   const changes: repo.NewChange[] = [];
@@ -407,6 +469,7 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
   simple('status', 'status', body.status);
   simple('dueDate', 'due_date', body.due_date);
 
+  let reassigned: { from: ReturnType<typeof assigneeSummary> } | undefined;
   if (body.assign_to !== undefined) {
     const next = await resolveAssignee(tx, org, body.assign_to);
     const before = assigneeSummary(task);
@@ -414,6 +477,7 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
     if (JSON.stringify(before) !== JSON.stringify(after)) {
       Object.assign(values, next);
       changes.push(change(actor, after ? 'assigned' : 'unassigned', { from: before, to: after }));
+      reassigned = { from: before };
     }
   }
   let entities: { before: ContextEntityInputT[]; after: ContextEntityInputT[] } | undefined;
@@ -440,7 +504,9 @@ async function updateUserTask(tx: DbOrTx, ctx: RequestContext, task: TaskRow, bo
     after: { ...updated, ...(entities ? { contextEntities: entities.after } : {}) },
     options: { omit: TASK_NOISE },
   });
-  return viewOf(tx, updated);
+  const view = await viewOf(tx, updated);
+  if (reassigned) await emitAssigned(tx, jobs, updated, view, reassigned.from);
+  return view;
 }
 
 async function resolveApproval(
@@ -511,13 +577,10 @@ async function resolveApproval(
       });
   }
   const view = await viewOf(tx, resolved);
-  await emitEvent(
-    tx,
-    ctx,
-    'work_task.approval_decided',
-    { type: 'work_task', uid: task.uid, organizationUid: org },
-    { work_task: view, decision: body.action },
-  );
+  await emitEvent(tx, jobs, ctx, 'work_task.approval_decided', taskEntity(task), {
+    work_task: view,
+    decision: body.action,
+  });
   return warning ? { ...view, _warning: warning } : view;
 }
 
@@ -589,6 +652,8 @@ export async function openTaskForAgent(
     priority?: TaskPriority;
     /** The agent run opening it, for the audit log. */
     origin: AuditOrigin;
+    /** The queue its webhook events' deliveries go to. */
+    jobs: Jobs;
   },
 ): Promise<TaskRow> {
   const org = input.agent.organizationUid;
@@ -607,28 +672,34 @@ export async function openTaskForAgent(
   await repo.replaceContextEntities(tx, org, task.uid, entities);
   await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
   await recordTaskCreated(tx, input.origin, task, entities);
+  await emitTaskCreated(tx, input.jobs, task);
   return task;
 }
 
 /**
  * A member left the organization (docs/people.md#members-and-invitations): their open tasks there are
- * unassigned, each with an `unassigned` change-log entry by `actor` (reason `member_removed`). Runs in
- * the caller's transaction; returns how many tasks.
+ * unassigned, each with an `unassigned` change-log entry by `actor` (reason `member_removed`) and a
+ * `work_task.assigned` event. Runs in the caller's transaction; returns how many tasks.
  */
 export async function unassignRemovedMember(
   tx: DbOrTx,
+  jobs: Jobs,
   organizationUid: string,
   userUid: string,
   actor: Actor,
 ): Promise<number> {
   const from = assigneeSummary({ assigneeType: 'user', assigneeUserUid: userUid, assigneeAgentUid: null });
-  const uids = await repo.unassignOpenTasksOf(
+  const rows = await repo.unassignOpenTasksOf(
     tx,
     organizationUid,
     userUid,
     change(actor, 'unassigned', { from, to: null, reason: 'member_removed' }),
   );
-  return uids.length;
+  const views = await toTaskViews(tx, organizationUid, rows);
+  for (const [i, row] of rows.entries()) {
+    await emitAssigned(tx, jobs, row, views[i]!, from, 'member_removed');
+  }
+  return rows.length;
 }
 
 /** A task row of the organization by uid, for background actors (no caller membership to check). */
