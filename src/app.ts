@@ -33,7 +33,6 @@ import { systemRoutes } from './modules/system/system.routes.ts';
 import { partyRoutes } from './modules/parties/parties.routes.ts';
 import { productRoutes } from './modules/products/products.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
-import { installInvoiceEvents } from './modules/invoices/invoices.service.ts';
 import { invoiceListRoutes } from './modules/invoices/invoice-lists.routes.ts';
 import { billingRoutes } from './modules/billing/billing.routes.ts';
 import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
@@ -80,7 +79,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'api-keys', routes: [apiKeyRoutes] },
   { name: 'parties', routes: [partyRoutes] },
   { name: 'products', routes: [productRoutes] },
-  { name: 'invoices', routes: [invoiceRoutes, invoiceListRoutes], install: installInvoiceEvents },
+  { name: 'invoices', routes: [invoiceRoutes, invoiceListRoutes] },
   { name: 'billing', routes: [billingRoutes], jobs: registerBillingJobs },
   { name: 'attachments', routes: [attachmentRoutes] },
   {

@@ -2177,7 +2177,7 @@ export interface components {
         Event: {
             /** Format: uuid */
             uid: string;
-            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
             entity_type: string;
             /** Format: uuid */
             entity_uid: string;
@@ -8645,7 +8645,7 @@ export interface operations {
                     url: string;
                     description?: string;
                     /** @description The event types to send; empty or absent: every one */
-                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
                     enabled?: boolean;
                 };
             };
@@ -8830,7 +8830,7 @@ export interface operations {
                     url?: string;
                     description?: string;
                     /** @description The event types to send; empty or absent: every one */
-                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
                     /** @description true again after an automatic disable */
                     enabled?: boolean;
                 };
@@ -9124,7 +9124,7 @@ export interface operations {
         parameters: {
             query?: {
                 organization_uid?: string;
-                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
                 entity_uid?: string;
                 page?: number;
                 per_page?: number;

@@ -1,4 +1,4 @@
-import { and, asc, eq, gt, inArray, or, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { users } from '../tenancy/tenancy.tables.ts';
 import {
@@ -48,27 +48,6 @@ export async function findInvoiceOfOrganization(
     .from(invoices)
     .where(and(eq(invoices.organizationUid, organizationUid), eq(invoices.uid, uid)));
   return row;
-}
-
-/** A page of the organization's invoices that name the party (as client or provider), by uid. */
-export async function listInvoicesOfParty(
-  db: DbOrTx,
-  organizationUid: string,
-  partyUid: string,
-  page: { afterUid: string | null; limit: number },
-): Promise<InvoiceRow[]> {
-  return db
-    .select()
-    .from(invoices)
-    .where(
-      and(
-        eq(invoices.organizationUid, organizationUid),
-        or(eq(invoices.clientPartyUid, partyUid), eq(invoices.serviceProviderPartyUid, partyUid)),
-        page.afterUid ? gt(invoices.uid, page.afterUid) : undefined,
-      ),
-    )
-    .orderBy(asc(invoices.uid))
-    .limit(page.limit);
 }
 
 export async function updateInvoice(

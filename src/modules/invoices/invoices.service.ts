@@ -5,7 +5,7 @@ import { memberOrganizationUids, type RequestContext } from '../../platform/http
 import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
 import { segregationOfDuties } from '../tenancy/organization-settings.service.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
-import { findPartiesByUids, onPartyChanged, type PartyChange } from '../parties/parties.service.ts';
+import { findPartiesByUids } from '../parties/parties.service.ts';
 import { findProductsBySku } from '../products/products.service.ts';
 import * as billing from '../billing/billing.service.ts';
 import { mergeFields, type StoredField } from './invoice-fields.ts';
@@ -113,50 +113,6 @@ async function emitInvoiceChange(
       status: after.status,
     });
   }
-}
-
-/** What an invoice shows of its parties (interface 2.11 `parties`), and the provider's copies. */
-const PARTY_SUMMARY_FIELDS = ['name', 'address', 'role', 'billing_contact'] as const;
-
-/**
- * A party's change shows in every invoice that names it: `invoice.updated` for each, its
- * `changed_fields` from what changed (`parties`; `vendor_name`, `vendor_nit` where it is the
- * provider). A page at a time, so a party with many invoices is never held in memory at once; the
- * events are written in the party's transaction like every other.
- */
-async function emitPartyChange(tx: DbOrTx, jobs: Jobs, change: PartyChange): Promise<void> {
-  const { organizationUid, before, after } = change;
-  const summary = PARTY_SUMMARY_FIELDS.some(
-    (key) => JSON.stringify(before[key]) !== JSON.stringify(after[key]),
-  );
-  const vendorName = before.name !== after.name;
-  const vendorNit = (before.tax_id ?? '') !== (after.tax_id ?? '');
-  if (!summary && !vendorName && !vendorNit) return;
-  let afterUid: string | null = null;
-  for (;;) {
-    const rows = await repo.listInvoicesOfParty(tx, organizationUid, after.uid, { afterUid, limit: 200 });
-    if (rows.length === 0) return;
-    const views = await loadInvoiceViews(tx, organizationUid, rows, { includeComments: true });
-    for (const [i, row] of rows.entries()) {
-      const provider = row.serviceProviderPartyUid === after.uid;
-      const changed = [
-        ...(summary ? ['parties'] : []),
-        ...(provider && vendorName ? ['vendor_name'] : []),
-        ...(provider && vendorNit ? ['vendor_nit'] : []),
-      ];
-      if (changed.length === 0) continue;
-      await emitEvent(tx, jobs, { organizationUid }, 'invoice.updated', invoiceEntity(views[i]!), {
-        invoice: views[i],
-        changed_fields: changed,
-      });
-    }
-    afterUid = rows[rows.length - 1]!.uid;
-  }
-}
-
-/** The invoices module's part in other modules' changes (app.ts installs it once). */
-export function installInvoiceEvents(): void {
-  onPartyChanged(emitPartyChange);
 }
 
 function toPaymentView(row: repo.PaymentRow) {

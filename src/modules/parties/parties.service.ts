@@ -1,5 +1,6 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
+import { emitEvent } from '../webhooks/webhooks.service.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
@@ -31,25 +32,6 @@ export function toPartyView({ party, contact }: repo.PartyWithContact) {
   };
 }
 export type PartyView = ReturnType<typeof toPartyView>;
-
-/** A party changed, as its view shows it before and after; in the change's transaction. */
-export interface PartyChange {
-  organizationUid: string;
-  before: PartyView;
-  after: PartyView;
-}
-export type PartyChangeListener = (tx: DbOrTx, jobs: Jobs, change: PartyChange) => Promise<void>;
-
-const partyChangeListeners: PartyChangeListener[] = [];
-
-/**
- * Another module that shows parties in its own resources (invoices embed theirs) is told of each
- * change, in its transaction, to report it (`invoice.updated`). Registered once at start from the
- * composition root: parties cannot import invoices (invoices import parties).
- */
-export function onPartyChanged(listener: PartyChangeListener): void {
-  partyChangeListeners.push(listener);
-}
 
 function contactValues(input: ContactInputT) {
   return {
@@ -122,8 +104,24 @@ export async function patchParty(
       before,
       after: view,
     });
-    for (const listener of partyChangeListeners) {
-      await listener(tx, jobs, { organizationUid: org, before, after: view });
+    // Reported as the party's own event, as a payments platform reports a customer's change: its
+    // invoices show the new name from now on without an invoice.updated each (a client with thousands
+    // of invoices would otherwise write thousands of events in this transaction).
+    const changed = (Object.keys(view) as (keyof PartyView)[]).filter(
+      (key) => key !== 'updated_at' && JSON.stringify(before[key]) !== JSON.stringify(view[key]),
+    );
+    if (changed.length > 0) {
+      await emitEvent(
+        tx,
+        jobs,
+        ctx,
+        'party.updated',
+        { type: 'party', uid },
+        {
+          party: view,
+          changed_fields: changed,
+        },
+      );
     }
     return view;
   });

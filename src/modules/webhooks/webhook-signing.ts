@@ -12,6 +12,7 @@ export const EVENT_TYPES = [
   'invoice.synced',
   'invoice.sync_failed',
   'payment.recorded',
+  'party.updated',
   'work_task.created',
   'work_task.assigned',
   'work_task.approval_requested',
