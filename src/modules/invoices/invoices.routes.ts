@@ -44,7 +44,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['already_exists'] },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(
@@ -66,7 +66,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         params: InvoiceParams,
         response: { 200: InvoiceEnvelope, ...errorResponses },
       },
-      config: read,
+      config: { ...read, errors: ['not_found'] },
     },
     async (request) =>
       envelope(await service.readInvoice(deps.database, request.tenant(), request.params.uid), 'Invoice'),
@@ -86,7 +86,18 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: {
+        ...write,
+        errors: [
+          'forbidden',
+          'not_found',
+          'conflict',
+          'already_exists',
+          'sync_in_progress',
+          'bad_gateway',
+          'gateway_timeout',
+        ],
+      },
     },
     async (request) =>
       envelope(
@@ -113,7 +124,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request) => {
       const body = request.body;
@@ -140,7 +151,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request) => {
       const body = request.body;
@@ -166,7 +177,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: CommentBody,
         response: { 201: CommentEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request, reply) => {
       const comment = await service.addComment(db, request.tenant(), request.params.uid, request.body.text);
@@ -185,7 +196,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PatchCommentBody,
         response: { 200: CommentEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['forbidden', 'not_found'] },
     },
     async (request) =>
       envelope(
@@ -211,7 +222,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PaymentBody,
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const invoice = await service.addPayment(db, request.tenant(), request.params.uid, request.body);
