@@ -362,6 +362,15 @@ describe('the OpenAPI document’s error answers (the registry of error codes)',
     expect(
       errorCodesOf({ method: 'GET', url: '/api/things/:uid', config: { scope: 'invoices:read' } }),
     ).toContain('uri_too_long');
+    // The store's upload answers every error itself (S3 XML): only the router's refusals are JSON.
+    expect(
+      errorCodesOf({
+        method: 'POST',
+        url: '/storage/:bucket',
+        config: { public: true },
+        errorHandler: () => {},
+      }),
+    ).toEqual(['bad_request', 'uri_too_long']);
   });
 
   it('the end-of-run check reports each code a route answered but does not declare', () => {

@@ -53,7 +53,13 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
   const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
   let documented = {
     ...schema,
-    [ERROR_CODES_KEY]: errorCodesOf({ method, url, schema, config: route.config }),
+    [ERROR_CODES_KEY]: errorCodesOf({
+      method,
+      url,
+      schema,
+      config: route.config,
+      errorHandler: route.errorHandler,
+    }),
   };
   if (route.config?.public && documented.security === undefined) documented = { ...documented, security: [] };
   if (!url.endsWith('/*')) return { schema: documented, url };
@@ -470,6 +476,8 @@ export interface RouteErrorSource {
   method: string;
   url: string;
   schema?: { body?: unknown } | undefined;
+  /** A route-level error handler: the route answers its errors in a body of its own. */
+  errorHandler?: unknown;
   config?:
     { public?: boolean; optionalAuth?: boolean; scope?: string; errors?: readonly ErrorCode[] } | undefined;
 }
@@ -484,19 +492,23 @@ export interface RouteErrorSource {
 export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
   const method = route.method.toUpperCase();
   const config = route.config ?? {};
-  const codes = new Set<ErrorCode>([
-    // The error handler's last resort, and the statement timeouts, lost connections and shutdown.
-    'internal_error',
-    'service_unavailable',
-  ]);
+  const codes = new Set<ErrorCode>();
   const add = (...more: ErrorCode[]) => more.forEach((code) => codes.add(code));
+  const ordered = () => (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
+  // The router refuses over-long or undecodable segments before any route is reached.
+  const params = /[:*]/.test(route.url);
+  if (params) add('bad_request', 'uri_too_long');
+  // A route with an error handler of its own (the embedded store's upload answers S3's XML errors)
+  // answers everything else itself, as its schema documents.
+  if (route.errorHandler) return ordered();
+  // The error handler's last resort, and the statement timeouts, lost connections and shutdown.
+  add('internal_error', 'service_unavailable');
   if (WRITE_METHODS.has(method)) {
     // The disk guard refuses writes before their body is read; then the body parsers.
     add('storage_full', 'invalid_json', 'bad_request', 'payload_too_large', 'unsupported_media_type');
   }
   if (route.schema?.body !== undefined) add('validation_failed');
-  // The router (over-long or undecodable segments) and the parameters' schema.
-  if (/[:*]/.test(route.url)) add('invalid_parameter', 'bad_request', 'uri_too_long');
+  if (params) add('invalid_parameter');
   // Every /api/ route refuses unknown query parameters and checks `organization_uid` (applyQueryRules).
   const api = route.url.startsWith('/api/');
   if (api) add('unknown_parameter', 'invalid_parameter');
@@ -513,5 +525,5 @@ export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
     if (method === 'POST') add('invalid_parameter', 'idempotency_key_in_use', 'idempotency_key_reused');
   }
   add(...(config.errors ?? []));
-  return (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
+  return ordered();
 }
