@@ -7,6 +7,7 @@ import { openDatabase } from '../src/platform/db/client.ts';
 import { migrate } from '../src/platform/db/migrate.ts';
 import { Jobs } from '../src/platform/jobs/jobs.ts';
 import { ROOT } from './helpers/processes.ts';
+import { openRouteRecords } from './helpers/route-records.ts';
 import {
   adminQuery,
   testDatabaseUrl,
@@ -72,6 +73,19 @@ const TEMPLATE_PREFIX = 'remit-test-template-';
  * with the same migrations starts from it at once (a changed migration or engine makes a new one).
  */
 export default async function setup(project: TestProject) {
+  // What the apps answer during the run, checked when it ends (test/helpers/route-records.ts).
+  const closeRouteRecords = openRouteRecords((dir) => project.provide('routeRecordsDir', dir));
+  const teardown = await prepareDatabase(project);
+  return async () => {
+    try {
+      await teardown?.();
+    } finally {
+      await closeRouteRecords();
+    }
+  };
+}
+
+async function prepareDatabase(project: TestProject): Promise<(() => Promise<void>) | undefined> {
   if (testDatabaseUrl) {
     const templateName = `remit_tpl_${crypto.randomBytes(6).toString('hex')}`;
     await adminQuery(`create database ${templateName}`);
@@ -109,4 +123,5 @@ export default async function setup(project: TestProject) {
   }
   project.provide('pgliteDump', dumpPath);
   project.provide('templateName', '');
+  return undefined;
 }

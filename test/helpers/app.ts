@@ -15,6 +15,7 @@ import type { App, AppDeps } from '../../src/platform/http/types.ts';
 import { parseSecretKey, SecretBox } from '../../src/platform/secrets/secret-box.ts';
 import { openTestDatabase } from './test-database.ts';
 import { TEST_SECRET_KEY } from './processes.ts';
+import { recordRoutes } from './route-records.ts';
 
 export interface TestApp {
   app: App;
@@ -74,6 +75,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     logger: options.logStream ? loggerOptions('trace', options.logStream) : false,
   });
   options.beforeReady?.(app, deps);
+  // What every route answers is recorded for the end-of-run checks (test/helpers/route-records.ts).
+  recordRoutes(app, inject('routeRecordsDir'));
   await registerJobs(deps, app.log);
   if (options.workers) await jobs.startWorkers();
   await app.ready();
@@ -120,6 +123,7 @@ export async function secondInstance(
   // Its own clients when its configuration differs (a shorter model or Slack timeout, another SMTP).
   const clients = options.config ? createClients(config, first.deps.metrics) : first.deps.clients;
   const app = await buildApp({ ...first.deps, config, rateLimiter, clients }, { logger: false });
+  recordRoutes(app, inject('routeRecordsDir'));
   await app.ready();
   return {
     app,

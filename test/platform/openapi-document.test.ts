@@ -1,14 +1,25 @@
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ERROR_CODES, type ErrorCode } from '../../src/platform/http/errors.ts';
+import { errorCodesOf } from '../../src/platform/http/openapi.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
+import { sanitized, undeclaredErrors } from '../helpers/route-records.ts';
 
 // The OpenAPI document as clients and generators read it (issue 19, docs/openapi.md): every operation
 // named, summarised and tagged. Redocly's `recommended` rules run over the same document in `npm run lint`.
 
+interface Media {
+  schema?: Record<string, unknown>;
+  examples?: Record<string, { value: unknown }>;
+}
 interface Response {
   $ref?: string;
+  description?: string;
   headers?: Record<string, { $ref?: string }>;
+  content?: Record<string, Media>;
 }
 interface Operation {
   operationId?: string;
@@ -16,6 +27,7 @@ interface Operation {
   tags?: string[];
   security?: unknown[];
   parameters?: { name?: string; in?: string; $ref?: string }[];
+  requestBody?: { content: Record<string, Media> };
   responses: Record<string, Response>;
 }
 type Doc = {
@@ -23,6 +35,7 @@ type Doc = {
   servers?: { url: string; description?: string }[];
   paths: Record<string, Record<string, Operation>>;
   components: {
+    schemas: Record<string, unknown>;
     headers: Record<string, unknown>;
     parameters: Record<string, { name: string; in: string }>;
     responses: Record<string, Response>;
@@ -34,7 +47,7 @@ const METHODS = new Set(['get', 'put', 'post', 'delete', 'options', 'head', 'pat
 let t: TestApp;
 let p: Principals;
 let doc: Doc;
-let operations: { name: string; op: Operation }[];
+let operations: { name: string; path: string; method: string; op: Operation }[];
 
 beforeAll(async () => {
   t = await createTestApp({ env: { PUBLIC_BASE_URL: 'https://remit.test/ignored/path/' } });
@@ -45,7 +58,7 @@ beforeAll(async () => {
   operations = Object.entries(doc.paths).flatMap(([path, item]) =>
     Object.entries(item)
       .filter(([method]) => METHODS.has(method))
-      .map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
+      .map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, path, method, op })),
   );
 });
 afterAll(async () => t?.close());
@@ -87,8 +100,12 @@ describe('the OpenAPI document’s operations', () => {
     expect(undeclared).toEqual([]);
   });
 
-  it('documents the one failure of GET /api/openapi.json, an unknown query parameter', async () => {
-    expect(Object.keys(doc.paths['/api/openapi.json']!.get!.responses)).toEqual(['200', '400']);
+  it('documents the one client failure of GET /api/openapi.json, an unknown query parameter', async () => {
+    expect(Object.keys(doc.paths['/api/openapi.json']!.get!.responses)).toEqual(['200', '400', '500', '503']);
+    expect(codesOf(doc.paths['/api/openapi.json']!.get!, '400')).toEqual([
+      'invalid_parameter',
+      'unknown_parameter',
+    ]);
     const res = await call(t.app, 'GET', '/api/openapi.json?format=yaml');
     expect(res.status).toBe(400);
     expect(res.body.code).toBe('unknown_parameter');
@@ -121,6 +138,14 @@ describe('the OpenAPI document’s frame', () => {
     expect(inPath.map((x) => x.name)).toEqual(['bucket', 'key']);
   });
 });
+
+/** The `code` values an error answer allows (`ErrorBody` with `code` narrowed to an enum). */
+function codesOf(op: Operation, status: string): string[] {
+  const schema = resolved(op.responses[status]!).content?.['application/json']?.schema as
+    { allOf?: [{ $ref?: string }, { properties?: { code?: { enum?: string[] } } }] } | undefined;
+  if (schema?.allOf?.[0]?.$ref !== '#/components/schemas/ErrorBody') return [];
+  return schema.allOf[1]?.properties?.code?.enum ?? [];
+}
 
 /** The response as documented, its shared component when it is a reference. */
 const resolved = (response: Response): Response =>
@@ -222,13 +247,213 @@ describe('the OpenAPI document’s schemas', () => {
   });
 
   it('types the invoice dates as strings of date or date-time', () => {
-    const body = (
-      doc.paths['/api/invoices']!.post as unknown as {
-        requestBody: { content: Record<string, { schema: { properties: Record<string, unknown> } }> };
-      }
-    ).requestBody.content['application/json']!.schema.properties;
-    expect(JSON.stringify(body.due_date)).toContain(
+    const body = doc.components.schemas.CreateInvoiceBody as { properties: Record<string, unknown> };
+    expect(JSON.stringify(body.properties.due_date)).toContain(
       '[{"type":"string","format":"date"},{"type":"string","format":"date-time"}]',
     );
+  });
+
+  it('names every JSON request body as a component schema, <OperationId>Body', () => {
+    const bodies = operations.filter(({ op }) => op.requestBody?.content['application/json']);
+    expect(bodies.length).toBeGreaterThan(40);
+    const unnamed = bodies.filter(({ op }) => {
+      const ref = op.requestBody!.content['application/json']!.schema?.$ref as string | undefined;
+      const name = `${op.operationId!.charAt(0).toUpperCase()}${op.operationId!.slice(1)}Body`;
+      return ref !== `#/components/schemas/${name}` || !doc.components.schemas[name];
+    });
+    expect(unnamed.map((o) => o.name)).toEqual([]);
+  });
+});
+
+describe('the OpenAPI document’s error answers (the registry of error codes)', () => {
+  it('answers an operation with its statuses and codes only: GET /api/parties/{uid}', () => {
+    const op = doc.paths['/api/parties/{uid}']!.get!;
+    expect(Object.keys(op.responses)).toEqual([
+      '200',
+      '400',
+      '401',
+      '403',
+      '404',
+      '414',
+      '429',
+      '500',
+      '503',
+    ]);
+    expect(codesOf(op, '404')).toEqual(['not_found']);
+    expect(codesOf(op, '403')).toEqual(['not_a_member', 'missing_scope', 'second_factor_required']);
+    expect(codesOf(op, '400')).toEqual(['bad_request', 'invalid_parameter', 'unknown_parameter']);
+    expect(resolved(op.responses['404']!).description).toContain('`not_found`: no such resource');
+  });
+
+  it('adds what a route declares: PUT /api/invoices/{uid} talks to the billing partner', () => {
+    const update = doc.paths['/api/invoices/{uid}']!.put!;
+    expect(codesOf(update, '409')).toEqual(['conflict', 'already_exists', 'sync_in_progress']);
+    expect(codesOf(update, '502')).toEqual(['bad_gateway']);
+    expect(codesOf(update, '504')).toEqual(['gateway_timeout']);
+    const get = doc.paths['/api/invoices/{uid}']!.get!;
+    expect(Object.keys(get.responses)).not.toEqual(expect.arrayContaining(['409']));
+    expect(Object.keys(get.responses)).not.toEqual(expect.arrayContaining(['502']));
+  });
+
+  it('gives every error answer of every operation codes of exactly its status, each described', () => {
+    const problems: string[] = [];
+    let answers = 0;
+    for (const { name, op } of operations) {
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (!/^[45]/.test(status)) continue;
+        const content = resolved(response).content ?? {};
+        // The embedded store's own S3 XML errors are the only error bodies that are not ErrorBody.
+        if (!content['application/json']) {
+          if (!name.includes(' /storage/')) problems.push(`${name} ${status}: not the error body`);
+          continue;
+        }
+        answers += 1;
+        const codes = codesOf(op, status);
+        if (codes.length === 0) problems.push(`${name} ${status}: no codes`);
+        for (const code of codes) {
+          if (String(ERROR_CODES[code as ErrorCode]) !== status) problems.push(`${name} ${status}: ${code}`);
+          if (!resolved(response).description?.includes(`\`${code}\``))
+            problems.push(`${name} ${status}: ${code} not described`);
+        }
+      }
+    }
+    expect(problems).toEqual([]);
+    expect(answers).toBeGreaterThan(600);
+  });
+
+  it('derives each route’s codes from its kind and its own declaration', () => {
+    const always = ['internal_error', 'service_unavailable'];
+    expect(errorCodesOf({ method: 'GET', url: '/healthz', config: { public: true } })).toEqual(always);
+    expect(errorCodesOf({ method: 'GET', url: '/api/me' })).toEqual([
+      'invalid_parameter',
+      'unknown_parameter',
+      'unauthorized',
+      'not_a_member',
+      'rate_limited',
+      ...always,
+    ]);
+    const create = errorCodesOf({
+      method: 'POST',
+      url: '/api/things',
+      schema: { body: {} },
+      config: { scope: 'invoices:write', errors: ['already_exists'] },
+    });
+    expect(create).toEqual([
+      'bad_request',
+      'invalid_json',
+      'invalid_parameter',
+      'unknown_parameter',
+      'unauthorized',
+      'not_a_member',
+      'missing_scope',
+      'csrf_failed',
+      'second_factor_required',
+      'already_exists',
+      'idempotency_key_in_use',
+      'payload_too_large',
+      'unsupported_media_type',
+      'validation_failed',
+      'idempotency_key_reused',
+      'rate_limited',
+      'internal_error',
+      'storage_full',
+      'service_unavailable',
+    ]);
+    expect(
+      errorCodesOf({ method: 'GET', url: '/api/things/:uid', config: { scope: 'invoices:read' } }),
+    ).toContain('uri_too_long');
+    // The store's upload answers every error itself (S3 XML): only the router's refusals are JSON.
+    expect(
+      errorCodesOf({
+        method: 'POST',
+        url: '/storage/:bucket',
+        config: { public: true },
+        errorHandler: () => {},
+      }),
+    ).toEqual(['bad_request', 'uri_too_long']);
+  });
+
+  it('the end-of-run check reports each code a route answered but does not declare', () => {
+    const record = (status: number, code: string | null) => ({
+      kind: 'error' as const,
+      route: 'GET /api/parties/:uid',
+      operationId: 'getParty',
+      status,
+      code,
+      declared: ['not_found', 'unauthorized'],
+    });
+    expect(undeclaredErrors([record(404, 'not_found'), record(401, 'unauthorized')])).toEqual([]);
+    expect(
+      undeclaredErrors([record(409, 'invalid_state'), record(400, 'not_found'), record(500, null)]),
+    ).toEqual([
+      'GET /api/parties/:uid (getParty): 400 not_found',
+      'GET /api/parties/:uid (getParty): 409 invalid_state',
+      'GET /api/parties/:uid (getParty): 500 (no error code in the body)',
+    ]);
+  });
+});
+
+describe('the OpenAPI document’s examples (recorded from the tests, docs/openapi-examples.json)', () => {
+  const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+  /** Where a schema is in the document, as a JSON pointer the validator resolves. */
+  const pointer = (...segments: string[]) =>
+    `openapi.json#/${segments.map((s) => encodeURIComponent(s.replace(/~/g, '~0').replace(/\//g, '~1'))).join('/')}`;
+
+  it('every example validates against its operation’s schema, and most operations have one', () => {
+    const ajv = addFormats(new Ajv2020({ strict: false, allErrors: true }));
+    ajv.addFormat('binary', true);
+    ajv.addSchema(doc as object, 'openapi.json');
+    const problems: string[] = [];
+    let withExample = 0;
+    const check = (name: string, where: string[], media: Media | undefined) => {
+      const example = media?.examples?.fromTests;
+      if (!example) return false;
+      const validate = ajv.getSchema(pointer(...where, 'schema'))!;
+      if (!validate(example.value))
+        problems.push(`${name} ${where.at(-3)}: ${ajv.errorsText(validate.errors)}`);
+      return true;
+    };
+    for (const { name, path, method, op } of operations) {
+      let has = false;
+      const body = op.requestBody?.content['application/json'];
+      if (check(name, ['paths', path, method, 'requestBody', 'content', 'application/json'], body))
+        has = true;
+      for (const [status, response] of Object.entries(op.responses)) {
+        if (response.$ref) continue;
+        const media = response.content?.['application/json'];
+        if (check(name, ['paths', path, method, 'responses', status, 'content', 'application/json'], media))
+          has = true;
+      }
+      if (has) withExample += 1;
+    }
+    expect(problems).toEqual([]);
+    expect(withExample).toBeGreaterThanOrEqual(100);
+  });
+
+  it('no example holds a secret', () => {
+    const text = JSON.stringify(operations.map(({ op }) => [op.requestBody, ...Object.values(op.responses)]));
+    expect(text.match(/rk_live_(?!EXAMPLE|…|\.\.\.)[A-Za-z0-9]{8,}/g)).toBeNull();
+    expect(text.match(/X-Amz-Signature=(?!EXAMPLE)/g)).toBeNull();
+    expect(text.match(/whsec_(?!RVhBTVBMRU)[A-Za-z0-9+/=]{8,}/g)).toBeNull();
+  });
+
+  it('replaces secrets by placeholders of the same shape before they are written', () => {
+    expect(
+      sanitized({
+        password: 'Tr0ub4dor&3 horse',
+        data: { key: 'rk_live_Ab12Cd34Ef56Gh78Ij90Kl12Mn34Op56Qr78St90', key_snippet: 'rk_live_...St90' },
+        secret: 'whsec_c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0',
+        smtp_url: 'smtp://mailer:hunter2@smtp.example.com:587',
+        presigned_url: 'https://s3.test/b/k?X-Amz-Credential=AKIA%2F20260101&X-Amz-Signature=abc123',
+        name: 'Acme',
+      }),
+    ).toEqual({
+      password: 'Xx0xx0xxx&0 xxxxx',
+      data: { key: 'rk_live_EXAMPLE0000000000000000000000000000000000', key_snippet: 'rk_live_...St90' },
+      secret: 'whsec_RVhBTVBMRUVYQU1QTEVFWEFNUExFRVhBTVBMRQ==',
+      smtp_url: 'smtp://mailer:EXAMPLE@smtp.example.com:587',
+      presigned_url: 'https://s3.test/b/k?X-Amz-Credential=EXAMPLE&X-Amz-Signature=EXAMPLE',
+      name: 'Acme',
+    });
   });
 });

@@ -32,7 +32,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: StartRunBody,
         response: { 202: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write' },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const run = await runs.startRun(
@@ -56,7 +56,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         querystring: ActivitiesQuery,
         response: { 200: ActivitiesEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:read' },
+      config: { scope: 'agents:read', errors: ['not_found'] },
     },
     async (request) => {
       const { items, total, page, groups } = await runs.listActivities(
@@ -83,7 +83,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         querystring: NotificationsQuery,
         response: { 200: NotificationListEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:read' },
+      config: { scope: 'agents:read', errors: ['not_found'] },
     },
     async (request) => {
       const page = pageRequest(request.query, 25);
@@ -108,7 +108,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         params: RunUidParams,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:read' },
+      config: { scope: 'agents:read', errors: ['not_found'] },
     },
     async (request) => envelope(await runs.getRun(db, request.tenant(), request.params.run_uid), 'Agent run'),
   );
@@ -123,7 +123,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         params: RunUidParams,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write' },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request) =>
       envelope(

@@ -35,7 +35,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 201: AgentEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'agents:write', idempotency: 'deferred' },
+      config: { scope: 'agents:write', idempotency: 'deferred', errors: ['bad_gateway', 'gateway_timeout'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);
@@ -79,7 +79,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         params: AgentUidParams,
         response: { 200: AgentEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:read' },
+      config: { scope: 'agents:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(await service.getAgent(db, request.tenant(), request.params.agent_uid), 'Agent'),
@@ -97,7 +97,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 200: AgentEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'agents:write' },
+      config: { scope: 'agents:write', errors: ['not_found', 'bad_gateway', 'gateway_timeout'] },
     },
     async (request) =>
       envelope(
@@ -118,7 +118,7 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 201: WorkTaskEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'work_tasks:write' },
+      config: { scope: 'work_tasks:write', errors: ['not_found'] },
     },
     async (request, reply) => {
       const task = await raiseAgentApproval(

@@ -28,7 +28,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
         body: CreateApiKeyBody,
         response: { 200: ApiKeyEnvelope, ...errorResponses },
       },
-      config: { scope: 'api_keys:write', idempotencyOmitDataField: 'key' },
+      config: { scope: 'api_keys:write', idempotencyOmitDataField: 'key', errors: ['forbidden'] },
     },
     async (request) => {
       const ctx = request.tenant(request.body.organization_uid);
@@ -67,7 +67,7 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
         params: ApiKeyParams,
         response: { 200: ApiKeyEnvelope, ...errorResponses },
       },
-      config: { scope: 'api_keys:write' },
+      config: { scope: 'api_keys:write', errors: ['not_found'] },
     },
     async (request) => {
       const key = await service.revokeApiKey(db, request.principal!, callOrigin(request), request.params.uid);

@@ -40,7 +40,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
         body: Body,
         response,
       },
-      config: { scope: 'invoices:write' },
+      config: { scope: 'invoices:write', errors: ['forbidden'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -73,7 +73,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
         params: Params,
         response,
       },
-      config: { scope: 'invoices:read' },
+      config: { scope: 'invoices:read', errors: ['forbidden', 'not_found'] },
     },
     async (request) =>
       envelope(
@@ -92,7 +92,7 @@ export async function billingRoutes(app: App, deps: AppDeps) {
         params: Params,
         response,
       },
-      config: { scope: 'invoices:write' },
+      config: { scope: 'invoices:write', errors: ['forbidden', 'not_found'] },
     },
     async (request) =>
       envelope(

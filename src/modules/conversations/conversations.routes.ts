@@ -78,7 +78,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
         params: ConversationUidParams,
         response: { 200: ConversationEnvelope, ...errorResponses },
       },
-      config: { scope: 'email:read' },
+      config: { scope: 'email:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -99,7 +99,7 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
         response: { 201: MessageEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.MESSAGE,
-      config: { scope: 'email:write' },
+      config: { scope: 'email:write', errors: ['not_found'] },
     },
     async (request, reply) => {
       const message = await service.addMessage(

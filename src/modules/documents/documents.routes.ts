@@ -100,7 +100,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
         params: DocumentUidParams,
         response: { 200: DocumentEnvelope, ...errorResponses },
       },
-      config: { scope: 'knowledge:write' },
+      config: { scope: 'knowledge:write', errors: ['not_found'] },
     },
     async (request) =>
       envelope(

@@ -31,7 +31,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
         body: CreateEmailAccountBody,
         response: { 201: EmailAccountEnvelope, ...errorResponses },
       },
-      config: { scope: 'email:write', idempotency: 'deferred' },
+      config: { scope: 'email:write', idempotency: 'deferred', errors: ['forbidden', 'already_exists'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);
@@ -70,7 +70,7 @@ export async function emailAccountRoutes(app: App, deps: AppDeps) {
         params: UidParams,
         response: { 200: EmailAccountEnvelope, ...errorResponses },
       },
-      config: { scope: 'email:read' },
+      config: { scope: 'email:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(

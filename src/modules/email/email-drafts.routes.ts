@@ -29,7 +29,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
         body: SaveDraftBody,
         response: { 200: draftRef, 201: draftRef, ...errorResponses },
       },
-      config: { scope: 'email:write', idempotency: 'deferred' },
+      config: { scope: 'email:write', idempotency: 'deferred', errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);
@@ -48,7 +48,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
         params: UidParams,
         response: { 200: draftRef, ...errorResponses },
       },
-      config: { scope: 'email:read' },
+      config: { scope: 'email:read', errors: ['not_found'] },
     },
     async (request) => service.getDraft(draftDeps.db, request.tenant(), request.params.uid),
   );
@@ -63,7 +63,7 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
         params: UidParams,
         response: { 200: draftRef, ...errorResponses },
       },
-      config: { scope: 'email:write' },
+      config: { scope: 'email:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request) => service.cancelDraft(draftDeps, request.tenant(), request.params.uid),
   );

@@ -41,7 +41,7 @@ export async function emailPrepareRoutes(app: App, deps: AppDeps) {
         response: { 200: Type.Ref('PreparedEmail'), ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'email:write', idempotency: 'deferred' },
+      config: { scope: 'email:write', idempotency: 'deferred', errors: ['not_found'] },
     },
     async (request) => (await prepareEmail(db, generator, request.tenant(), request.body)).email,
   );

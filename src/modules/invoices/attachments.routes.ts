@@ -77,7 +77,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
           body: { content: { 'multipart/form-data': { schema: UploadForm } } },
           response: { 201: AttachmentEnvelope, ...errorResponses },
         },
-        config: { scope: 'invoices:write', idempotency: 'deferred' },
+        config: { scope: 'invoices:write', idempotency: 'deferred', errors: ['not_found'] },
         preValidation: readUploadForm,
         onResponse: releaseSpooledFiles,
         onRequestAbort: releaseSpooledFiles,
@@ -119,7 +119,7 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
         querystring: AttachmentListQuery,
         response: { 200: AttachmentListEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:read' },
+      config: { scope: 'invoices:read', errors: ['not_found'] },
     },
     async (request) => {
       const page = pageRequest(request.query, 10);

@@ -44,7 +44,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['already_exists'] },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(
@@ -67,7 +67,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         params: InvoiceParams,
         response: { 200: InvoiceEnvelope, ...errorResponses },
       },
-      config: read,
+      config: { ...read, errors: ['not_found'] },
     },
     // Sent as the text the statement wrote (a string with a JSON content type is not serialized again):
     // the same bytes as the schema's serializer, proven in test/modules/invoice-hot-reads.test.ts.
@@ -96,7 +96,18 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: {
+        ...write,
+        errors: [
+          'forbidden',
+          'not_found',
+          'conflict',
+          'already_exists',
+          'sync_in_progress',
+          'bad_gateway',
+          'gateway_timeout',
+        ],
+      },
     },
     async (request) =>
       envelope(
@@ -124,7 +135,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request) => {
       const body = request.body;
@@ -152,7 +163,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request) => {
       const body = request.body;
@@ -179,7 +190,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: CommentBody,
         response: { 201: CommentEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['not_found'] },
     },
     async (request, reply) => {
       const comment = await service.addComment(
@@ -204,7 +215,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PatchCommentBody,
         response: { 200: CommentEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['forbidden', 'not_found'] },
     },
     async (request) =>
       envelope(
@@ -231,7 +242,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PaymentBody,
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
-      config: write,
+      config: { ...write, errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const invoice = await service.addPayment(

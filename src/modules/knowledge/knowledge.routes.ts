@@ -67,7 +67,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         body: ConfirmBody,
         response: { 202: ConfirmResponse, ...errorResponses },
       },
-      config: { scope: 'knowledge:write', idempotency: 'deferred' },
+      config: { scope: 'knowledge:write', idempotency: 'deferred', errors: ['not_found'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.body.organization_uid);
@@ -89,7 +89,7 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         params: KnowledgeUidParams,
         response: { 200: Envelope(Type.Ref('KnowledgeDocument')), ...errorResponses },
       },
-      config: { scope: 'knowledge:write' },
+      config: { scope: 'knowledge:write', errors: ['not_found'] },
     },
     async (request) =>
       envelope(

@@ -38,7 +38,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: CreateMetricBody,
         response: { 200: MetricEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write' },
+      config: { scope: 'metrics:write', errors: ['already_exists'] },
     },
     async (request) =>
       envelope(
@@ -83,7 +83,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         querystring: OrganizationQuery,
         response: { 200: MetricEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:read' },
+      config: { scope: 'metrics:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -108,7 +108,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: PatchMetricBody,
         response: { 200: MetricEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write' },
+      config: { scope: 'metrics:write', errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -133,7 +133,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: CreateValueBody,
         response: { 200: ValueEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write' },
+      config: { scope: 'metrics:write', errors: ['not_found', 'already_exists'] },
     },
     async (request) =>
       envelope(
@@ -159,7 +159,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: PatchValueBody,
         response: { 200: ValueEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write' },
+      config: { scope: 'metrics:write', errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -180,7 +180,7 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         querystring: ListValuesQuery,
         response: { 200: ValueListEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:read' },
+      config: { scope: 'metrics:read', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.query.organization_uid);

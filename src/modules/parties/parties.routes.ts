@@ -49,7 +49,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
         params: UidParams,
         response: { 200: PartyEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:read' },
+      config: { scope: 'invoices:read', errors: ['not_found'] },
     },
     async (request) => envelope(await service.getParty(db, request.tenant(), request.params.uid), 'Party'),
   );
@@ -65,7 +65,7 @@ export async function partyRoutes(app: App, deps: AppDeps) {
         body: PatchPartyBody,
         response: { 200: PartyEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write' },
+      config: { scope: 'invoices:write', errors: ['not_found'] },
     },
     async (request) =>
       envelope(

@@ -62,7 +62,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
         body: CreateInvitationBody,
         response: { 201: InvitationEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write' },
+      config: { scope: 'members:write', errors: ['already_exists', 'bad_gateway'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -82,7 +82,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
         params: InvitationParams,
         response: { 200: InvitationEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write' },
+      config: { scope: 'members:write', errors: ['not_found', 'invalid_state', 'bad_gateway'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -103,7 +103,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
         params: InvitationParams,
         response: { 200: InvitationEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write' },
+      config: { scope: 'members:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -127,7 +127,7 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
         params: TokenParams,
         response: { 200: PresentedInvitationEnvelope, 410: ErrorRef, ...errorResponses },
       },
-      config: { optionalAuth: true },
+      config: { optionalAuth: true, errors: ['not_found', 'invalid_state', 'token_expired'] },
     },
     async (request) => envelope(await service.presentInvitation(db, request.params.token), 'Invitation'),
   );
@@ -146,7 +146,11 @@ export async function invitationRoutes(app: App, deps: AppDeps) {
       },
       // Its writes run as the service in one transaction of their own (the caller's organizations do not
       // include the invitation's yet): under an Idempotency-Key that transaction is the request's.
-      config: { optionalAuth: true, idempotency: 'deferred' },
+      config: {
+        optionalAuth: true,
+        idempotency: 'deferred',
+        errors: ['forbidden', 'not_found', 'already_exists', 'invalid_state', 'token_expired'],
+      },
     },
     async (request) =>
       envelope(

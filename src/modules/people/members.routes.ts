@@ -52,7 +52,7 @@ export async function memberRoutes(app: App, deps: AppDeps) {
         body: ChangeRoleBody,
         response: { 200: MemberEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write' },
+      config: { scope: 'members:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -72,7 +72,7 @@ export async function memberRoutes(app: App, deps: AppDeps) {
         params: MemberParams,
         response: { 200: RemovedMemberEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write' },
+      config: { scope: 'members:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);

@@ -77,7 +77,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-in',
     {
-      config: { public: true },
+      config: { public: true, errors: ['invalid_credentials', 'second_factor_missing', 'rate_limited'] },
       schema: {
         operationId: 'signIn',
         tags,
@@ -127,6 +127,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         summary: 'The current sign-in session and its anti-forgery token',
         response: { 200: Envelope(SignedIn), ...errorResponses },
       },
+      config: { errors: ['session_required', 'not_found'] },
     },
     async (request, reply) => {
       const principal = request.principal!;
@@ -174,6 +175,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         params: Type.Object({ uid: Uuid }),
         response: { 200: Envelope(Session), ...errorResponses },
       },
+      config: { errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -217,6 +219,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         ),
         response: { 200: Envelope(Done), ...errorResponses },
       },
+      config: { errors: ['invalid_credentials', 'rate_limited'] },
     },
     async (request, reply) => {
       const opened = await service.changePassword(
@@ -236,7 +239,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/password-reset',
     {
-      config: { public: true },
+      config: { public: true, errors: ['rate_limited', 'bad_gateway'] },
       schema: {
         operationId: 'requestPasswordReset',
         tags,
@@ -260,7 +263,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/password-reset/confirm',
     {
-      config: { public: true },
+      config: { public: true, errors: ['invalid_token', 'token_used', 'token_expired'] },
       schema: {
         operationId: 'confirmPasswordReset',
         tags,
@@ -279,7 +282,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-in-link',
     {
-      config: { public: true },
+      config: { public: true, errors: ['rate_limited', 'bad_gateway'] },
       schema: {
         operationId: 'requestSignInLink',
         tags,
@@ -303,7 +306,17 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-in-link/confirm',
     {
-      config: { public: true },
+      config: {
+        public: true,
+        errors: [
+          'invalid_token',
+          'token_used',
+          'token_expired',
+          'invalid_credentials',
+          'second_factor_missing',
+          'rate_limited',
+        ],
+      },
       schema: {
         operationId: 'confirmSignInLink',
         tags,
@@ -339,6 +352,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
           ...errorResponses,
         },
       },
+      config: { errors: ['session_required', 'not_found', 'conflict'] },
     },
     async (request, reply) => {
       reply.header('Cache-Control', NO_STORE);
@@ -356,6 +370,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         body: Type.Object({ code: TotpCode }, { additionalProperties: false }),
         response: { 200: Envelope(Done), ...errorResponses },
       },
+      config: { errors: ['session_required', 'invalid_state', 'conflict'] },
     },
     async (request) => {
       await service.enableTotp(signIn, request.principal!, request.body.code);
@@ -376,6 +391,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         ),
         response: { 200: Envelope(Done), ...errorResponses },
       },
+      config: { errors: ['session_required', 'invalid_state', 'invalid_credentials'] },
     },
     async (request) => {
       await service.disableTotp(signIn, request.principal!, request.body);

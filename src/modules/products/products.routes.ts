@@ -28,7 +28,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
         body: CreateProductBody,
         response: { 201: ProductEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write' },
+      config: { scope: 'invoices:write', errors: ['already_exists'] },
     },
     async (request, reply) => {
       const product = await service.createProduct(
@@ -50,7 +50,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
         params: UidParams,
         response: { 200: ProductEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:read' },
+      config: { scope: 'invoices:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(await service.getProduct(db, request.tenant(), request.params.uid), 'Product'),
@@ -67,7 +67,7 @@ export async function productRoutes(app: App, deps: AppDeps) {
         body: PatchProductBody,
         response: { 200: ProductEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write' },
+      config: { scope: 'invoices:write', errors: ['not_found', 'already_exists'] },
     },
     async (request) =>
       envelope(

@@ -19,7 +19,7 @@ export async function searchRoutes(app: App, deps: AppDeps) {
         querystring: SearchQuery,
         response: { 200: SearchEnvelope, ...errorResponses },
       },
-      config: { scope: 'search:read' },
+      config: { scope: 'search:read', errors: ['bad_request'] },
     },
     async (request) => {
       // Interface §7: a caller with no organization at all is a 400 here, not a 403.

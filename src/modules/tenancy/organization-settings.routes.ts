@@ -33,6 +33,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         params: Params,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
+      config: { errors: ['second_factor_required', 'not_found'] },
     },
     async (request) =>
       envelope(
@@ -51,6 +52,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         body: PatchBody,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
+      config: { errors: ['forbidden', 'second_factor_required', 'not_found'] },
     },
     async (request) =>
       envelope(

@@ -93,7 +93,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         params: EndpointParams,
         response: { 200: EndpointEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:read' },
+      config: { scope: 'webhooks:read', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -112,7 +112,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         body: UpdateEndpointBody,
         response: { 200: EndpointEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -131,7 +131,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         params: EndpointParams,
         response: { 200: EndpointEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -149,7 +149,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         params: EndpointParams,
         response: { 200: EndpointWithSecretEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -168,7 +168,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         params: EndpointParams,
         response: { 202: DeliveryEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -188,7 +188,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         querystring: ListDeliveriesQuery,
         response: { 200: DeliveryListEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:read' },
+      config: { scope: 'webhooks:read', errors: ['not_found'] },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);
@@ -214,7 +214,7 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         params: DeliveryParams,
         response: { 202: DeliveryEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write' },
+      config: { scope: 'webhooks:write', errors: ['not_found', 'invalid_state'] },
     },
     async (request, reply) => {
       const ctx = request.tenant(request.params.organization_uid);

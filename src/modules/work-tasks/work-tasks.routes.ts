@@ -73,7 +73,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         params: TaskUidParams,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
-      config: { scope: 'work_tasks:read' },
+      config: { scope: 'work_tasks:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(await service.getTask(db, request.tenant(), request.params.task_uid), 'Work task'),
@@ -95,7 +95,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'work_tasks:write' },
+      config: { scope: 'work_tasks:write', errors: ['not_found', 'already_resolved'] },
     },
     async (request) => {
       const task = await service.patchTask(

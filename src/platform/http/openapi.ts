@@ -1,4 +1,19 @@
+import fs from 'node:fs';
+import { STATUS_CODES } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { OpenAPIV3_2, SwaggerTransform, SwaggerTransformObject } from '@fastify/swagger';
+import { ERROR_CODES, type ErrorCode } from './errors.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The error codes this route's handler and services answer, besides those every route of its kind
+     * answers (`errorCodesOf`): the route's part of the registry of error codes.
+     */
+    errors?: readonly ErrorCode[];
+  }
+}
 
 // How routes become the OpenAPI document's operations (docs/openapi.md). The transform sees each route
 // with its options and returns what the document shows; it never changes the route itself (its schema
@@ -26,14 +41,27 @@ function renameWildcard(params: ObjectSchema): ObjectSchema {
   };
 }
 
+/** Where a route's error codes travel from `documentRoute` to `documentHeaders` (removed there). */
+const ERROR_CODES_KEY = 'x-remit-error-codes';
+
 /**
  * A public route (`config.public`: no credential is read, no rate limit) says so with `security: []`
- * unless its schema says otherwise; a wildcard route's last segment becomes `{key}`.
+ * unless its schema says otherwise; a wildcard route's last segment becomes `{key}`. The route's error
+ * codes (`errorCodesOf`) ride along for `documentHeaders`, which turns them into its error answers.
  */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
-  let documented = schema;
-  if (route.config?.public && documented?.security === undefined)
-    documented = { ...documented, security: [] };
+  const method = Array.isArray(route.method) ? String(route.method[0]) : String(route.method);
+  let documented = {
+    ...schema,
+    [ERROR_CODES_KEY]: errorCodesOf({
+      method,
+      url,
+      schema,
+      config: route.config,
+      errorHandler: route.errorHandler,
+    }),
+  };
+  if (route.config?.public && documented.security === undefined) documented = { ...documented, security: [] };
   if (!url.endsWith('/*')) return { schema: documented, url };
   return {
     url: `${url.slice(0, -1)}:${WILDCARD_PARAMETER}`,
@@ -119,17 +147,25 @@ const parameterRef = (name: ParameterName) => ({
   $ref: `#/components/parameters/${name}`,
 });
 
+interface MediaType {
+  schema?: { $ref?: string; [key: string]: unknown };
+  examples?: Record<string, { summary?: string; value: unknown }>;
+}
+
 interface DocumentResponse {
   $ref?: string;
   description?: string;
-  content?: Record<string, { schema?: { $ref?: string } }>;
+  content?: Record<string, MediaType>;
   headers?: Record<string, unknown>;
 }
 
 interface DocumentOperation {
+  operationId?: string;
   security?: unknown[];
   parameters?: unknown[];
+  requestBody?: { content?: Record<string, MediaType> };
   responses?: Record<string, DocumentResponse>;
+  [ERROR_CODES_KEY]?: ErrorCode[];
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
@@ -145,28 +181,87 @@ function isPlainErrorBody(response: DocumentResponse): boolean {
   );
 }
 
+/** One status's answer: the error body, its `code` one of `codes`, each described. */
+function errorAnswer(status: number, codes: ErrorCode[]): DocumentResponse {
+  return {
+    description:
+      `${STATUS_CODES[status] ?? 'Error'}: the error body (docs/errors.md); \`code\` is one of\n\n` +
+      codes.map((code) => `- \`${code}\`: ${ERROR_CODE_MEANINGS[code]}`).join('\n'),
+    content: {
+      'application/json': {
+        schema: {
+          allOf: [
+            { $ref: ERROR_BODY_REF },
+            { type: 'object', required: ['code'], properties: { code: { type: 'string', enum: codes } } },
+          ],
+        },
+      },
+    },
+  };
+}
+
 /**
- * Adds the shared headers to every operation of the finished document, from what the hooks do:
- * X-Request-Id on every request and response; on a route that is not public (its `security` is not
- * `[]`) the RateLimit-* headers on every response, and on its POSTs the Idempotency-Key header,
- * Idempotent-Replayed, and Original-Request on error answers; Retry-After on every 429.
+ * Replaces the generic error answers of a route's schema (`errorResponses`: every status, any code) by
+ * one answer per status of its registry codes. A status the route answers with a body of its own (the
+ * embedded store's S3 XML errors) keeps it. Returns the statuses answered from the registry.
+ */
+function documentErrors(operation: DocumentOperation, codes: ErrorCode[]): Map<string, ErrorCode[]> {
+  const responses = (operation.responses ??= {});
+  for (const [status, response] of Object.entries(responses)) {
+    if (/^[45]/.test(status) && isPlainErrorBody(response)) delete responses[status];
+  }
+  const byStatus = new Map<string, ErrorCode[]>();
+  for (const code of codes) {
+    const status = String(ERROR_CODES[code]);
+    if (responses[status] && !byStatus.has(status)) continue;
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  for (const [status, list] of byStatus) responses[status] = errorAnswer(Number(status), list);
+  return byStatus;
+}
+
+/** `not_found` → `NotFound`, `createParty` → `CreateParty`. */
+const pascalCase = (name: string) =>
+  name
+    .split('_')
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join('');
+
+/**
+ * Builds what the document says beyond each route's schema, once the routes are converted:
  *
- * The error answers of a kind of operation are alike, so each kind's is one `components.responses`
- * entry that the operations reference (without them the document was more than twice the size).
+ * - **Error answers** from the registry of error codes (`errorCodesOf`): one per status, its `code`
+ *   restricted to that route's codes of that status. Alike answers are one `components.responses` entry
+ *   that the operations reference, named after their codes and the kind of route
+ *   (`NotFoundOnAuthenticatedRoute`): written out per operation the document was twice the size.
+ * - **Shared headers**, from what the hooks do: X-Request-Id on every request and response; on a route
+ *   that is not public (its `security` is not `[]`) the RateLimit-* headers on every response, and on its
+ *   POSTs the Idempotency-Key header, Idempotent-Replayed, and Original-Request on error answers;
+ *   Retry-After on every 429.
+ * - **Examples** recorded from the test suite (docs/openapi-examples.json), on the request body and the
+ *   success answer of each operation that has one.
  */
 export const documentHeaders: SwaggerTransformObject = (documentObject) => {
   if (!('openapiObject' in documentObject)) return documentObject.swaggerObject;
   const { openapiObject } = documentObject;
   const document = openapiObject as {
     paths?: Record<string, Record<string, DocumentOperation>>;
-    components?: { responses?: Record<string, DocumentResponse> };
+    components?: { responses?: Record<string, DocumentResponse>; schemas?: Record<string, unknown> };
   };
+  const examples = readExamples();
   const sharedResponses: Record<string, DocumentResponse> = {};
+  const requestBodies: Record<string, unknown> = {};
   for (const item of Object.values(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
       if (!METHODS.includes(method)) continue;
       const rateLimited = !(Array.isArray(operation.security) && operation.security.length === 0);
       const idempotent = rateLimited && method === 'post';
+      const codes = operation[ERROR_CODES_KEY];
+      delete operation[ERROR_CODES_KEY];
+      const fromRegistry = codes ? documentErrors(operation, codes) : new Map<string, ErrorCode[]>();
+      const example = operation.operationId ? examples[operation.operationId] : undefined;
+      if (example) addExample(operation, example);
+      nameRequestBody(operation, requestBodies);
       operation.parameters = [
         ...(operation.parameters ?? []),
         parameterRef('XRequestId'),
@@ -175,6 +270,9 @@ export const documentHeaders: SwaggerTransformObject = (documentObject) => {
       for (const [status, response] of Object.entries(operation.responses ?? {})) {
         if (response.$ref) continue;
         const isError = /^[45]/.test(status);
+        if (response.description === 'Default Response') {
+          response.description = STATUS_CODES[Number(status)] ?? response.description;
+        }
         const headers = {
           ...response.headers,
           'X-Request-Id': headerRef('X-Request-Id'),
@@ -189,18 +287,12 @@ export const documentHeaders: SwaggerTransformObject = (documentObject) => {
           ...(idempotent ? { 'Idempotent-Replayed': headerRef('Idempotent-Replayed') } : {}),
           ...(idempotent && isError ? { 'Original-Request': headerRef('Original-Request') } : {}),
         };
-        if (isError && isPlainErrorBody(response)) {
-          const name = `${status === '429' ? 'RateLimited' : 'Error'}${
+        const registryCodes = fromRegistry.get(status);
+        if (registryCodes) {
+          const name = `${registryCodes.map(pascalCase).join('Or')}${
             idempotent ? 'OnIdempotentPost' : rateLimited ? 'OnAuthenticatedRoute' : 'OnPublicRoute'
           }`;
-          sharedResponses[name] ??= {
-            description:
-              status === '429'
-                ? 'Too many requests: the error body (docs/errors.md); retry after Retry-After seconds'
-                : 'The error body (docs/errors.md): `code` says what went wrong',
-            content: response.content!,
-            headers,
-          };
+          sharedResponses[name] ??= { ...response, headers };
           operation.responses![status] = { $ref: `#/components/responses/${name}` };
         } else {
           response.headers = headers;
@@ -210,10 +302,67 @@ export const documentHeaders: SwaggerTransformObject = (documentObject) => {
   }
   document.components = {
     ...document.components,
+    schemas: { ...document.components?.schemas, ...sortedByKey(requestBodies) },
     responses: { ...document.components?.responses, ...sortedByKey(sharedResponses) },
   };
   return openapiObject;
 };
+
+/**
+ * A JSON request body becomes a named component schema, `<OperationId>Body` (`CreatePartyBody`), so
+ * that generated clients have a name for it instead of an anonymous type inside the operation.
+ */
+function nameRequestBody(operation: DocumentOperation, named: Record<string, unknown>): void {
+  const media = operation.requestBody?.content?.['application/json'];
+  if (!media?.schema || media.schema.$ref || !operation.operationId) return;
+  const name = `${pascalCase(operation.operationId)}Body`;
+  named[name] = media.schema;
+  media.schema = { $ref: `#/components/schemas/${name}` };
+}
+
+/** One operation's examples as recorded by the test suite (test/helpers/route-records.ts). */
+export interface RecordedExample {
+  /** A JSON request body the operation accepted. */
+  request?: unknown;
+  /** The success answer to it. */
+  response?: { status: number; body: unknown };
+}
+
+/** Recorded examples by operationId, beside the code (read when the document is first built). */
+export const EXAMPLES_FILE = 'docs/openapi-examples.json';
+
+/** The package's root: the directory above this file (src/… or a dist/ chunk) that holds package.json. */
+export function packageRoot(from = path.dirname(fileURLToPath(import.meta.url))): string {
+  for (let dir = from; ; dir = path.dirname(dir)) {
+    if (fs.existsSync(path.join(dir, 'package.json'))) return dir;
+    if (path.dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
+
+/** The recorded examples; none when the file is absent (a copy of the service without its docs). */
+function readExamples(): Record<string, RecordedExample> {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(packageRoot(), EXAMPLES_FILE), 'utf8')) as Record<
+      string,
+      RecordedExample
+    >;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {};
+    throw error;
+  }
+}
+
+function addExample(operation: DocumentOperation, example: RecordedExample): void {
+  const request = operation.requestBody?.content?.['application/json'];
+  if (request && example.request !== undefined) {
+    request.examples = { fromTests: { summary: 'A request the test suite sent', value: example.request } };
+  }
+  const answer = example.response && operation.responses?.[String(example.response.status)];
+  const media = answer?.content?.['application/json'];
+  if (media && example.response) {
+    media.examples = { fromTests: { summary: 'The answer it got', value: example.response.body } };
+  }
+}
 
 function sortedByKey<T>(record: Record<string, T>): Record<string, T> {
   return Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)));
@@ -272,3 +421,109 @@ export const API_TAGS = [
       'The embedded object store’s S3-compatible download and upload endpoints, reached through presigned URLs and forms (docs/storage.md).',
   },
 ];
+
+/**
+ * What each error code means, in a line: the description of every documented error answer lists the
+ * codes it may carry with these (docs/errors.md has the full table).
+ */
+const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
+  bad_request:
+    'a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL',
+  invalid_json: 'the body is not valid JSON',
+  invalid_parameter:
+    'a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it',
+  invalid_token: 'the emailed link’s token is not one we issued, or a newer link replaced it',
+  unknown_parameter: 'a query parameter this operation does not take; the message lists those it does',
+  unauthorized: 'no valid API key or session: missing, malformed, unknown, expired or revoked',
+  invalid_credentials: 'the email and password (or the TOTP code) are not right',
+  second_factor_missing: 'the password was right and the account has a second factor: send `totp_code` too',
+  forbidden: 'the caller’s role or key may not do this here',
+  not_a_member: 'an `organization_uid` of an organization the caller does not belong to',
+  missing_scope: 'the key lacks this operation’s scope, or the caller’s role does not allow it',
+  csrf_failed: 'a session request without the X-CSRF-Token, or from another site',
+  second_factor_required: 'the organization requires its admins to sign in with a second factor',
+  session_required: 'only a person signed in (a session) may do this, not an API key',
+  not_found: 'no such resource in the caller’s organizations (or one the caller may not see)',
+  route_not_found: 'no route has this path',
+  method_not_allowed: 'the path exists, but not with this method',
+  request_timeout: 'the request was not received in time',
+  conflict: 'the resource changed meanwhile; send the request again',
+  already_exists: 'a duplicate of something that must be unique',
+  already_resolved: 'the approval was already decided',
+  invalid_state: 'the resource’s current state does not allow this',
+  idempotency_key_in_use: 'the first request with this Idempotency-Key is still running',
+  sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',
+  token_used: 'the emailed link was already used',
+  token_expired: 'the emailed link (or the invitation) has expired',
+  payload_too_large: 'the body (or an uploaded file) is over this operation’s limit',
+  uri_too_long: 'a path parameter is longer than 100 characters',
+  unsupported_media_type: 'a Content-Type this operation does not take',
+  validation_failed: 'the body fails its schema or a rule of the service; `errors` names the field',
+  idempotency_key_reused: 'this Idempotency-Key was used before with another body',
+  rate_limited: 'too many requests: retry after Retry-After seconds',
+  headers_too_large: 'the request headers are over 16 KiB',
+  internal_error: 'something unexpected; quote `request_id` when reporting it',
+  storage_full: 'the server’s disk is nearly full: writes are refused, reads go on',
+  bad_gateway: 'an outside service (billing partner, Slack, mail) refused or failed; nothing was saved',
+  service_unavailable: 'the database did not answer in time, or this server is shutting down; safe to retry',
+  gateway_timeout: 'an outside service did not answer in time; nothing was saved',
+};
+
+const WRITE_METHODS: ReadonlySet<string> = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** What the registry reads of a route: its options as Fastify holds them (`route` or `routeOptions`). */
+export interface RouteErrorSource {
+  method: string;
+  url: string;
+  schema?: { body?: unknown } | undefined;
+  /** A route-level error handler: the route answers its errors in a body of its own. */
+  errorHandler?: unknown;
+  config?:
+    { public?: boolean; optionalAuth?: boolean; scope?: string; errors?: readonly ErrorCode[] } | undefined;
+}
+
+/**
+ * The registry of error codes: every code `method url` can answer, in ERROR_CODES order. It is the codes
+ * every route of its kind answers (below: the hooks, parsers and validators that produce them) and
+ * those its own options declare (`config.errors`, what its handler and services throw). The OpenAPI
+ * document lists exactly these per operation, and the test suite fails on a code a route answered that
+ * is not here (test/helpers/route-records.ts, docs/openapi.md#error-answers).
+ */
+export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
+  const method = route.method.toUpperCase();
+  const config = route.config ?? {};
+  const codes = new Set<ErrorCode>();
+  const add = (...more: ErrorCode[]) => more.forEach((code) => codes.add(code));
+  const ordered = () => (Object.keys(ERROR_CODES) as ErrorCode[]).filter((code) => codes.has(code));
+  // The router refuses over-long or undecodable segments before any route is reached.
+  const params = /[:*]/.test(route.url);
+  if (params) add('bad_request', 'uri_too_long');
+  // A route with an error handler of its own (the embedded store's upload answers S3's XML errors)
+  // answers everything else itself, as its schema documents.
+  if (route.errorHandler) return ordered();
+  // The error handler's last resort, and the statement timeouts, lost connections and shutdown.
+  add('internal_error', 'service_unavailable');
+  if (WRITE_METHODS.has(method)) {
+    // The disk guard refuses writes before their body is read; then the body parsers.
+    add('storage_full', 'invalid_json', 'bad_request', 'payload_too_large', 'unsupported_media_type');
+  }
+  if (route.schema?.body !== undefined) add('validation_failed');
+  if (params) add('invalid_parameter');
+  // Every /api/ route refuses unknown query parameters and checks `organization_uid` (applyQueryRules).
+  const api = route.url.startsWith('/api/');
+  if (api) add('unknown_parameter', 'invalid_parameter');
+  if (!config.public) {
+    // auth.ts: a credential that does not authenticate, the rate limit, cross-site session requests.
+    add('unauthorized', 'rate_limited');
+    if (WRITE_METHODS.has(method)) add('csrf_failed');
+    // An explicit `organization_uid` is checked on every /api/ route (src/app.ts).
+    if (api) add('not_a_member');
+    // A scoped route acts in an organization (request.tenant): the key's scope, the role, the
+    // organization's second-factor rule for admins.
+    if (config.scope) add('missing_scope', 'second_factor_required');
+    // idempotency.ts: a malformed key, a key still running, a key used with another body.
+    if (method === 'POST') add('invalid_parameter', 'idempotency_key_in_use', 'idempotency_key_reused');
+  }
+  add(...(config.errors ?? []));
+  return ordered();
+}
