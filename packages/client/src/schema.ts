@@ -2187,10 +2187,567 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        AcceptInvitationBody: {
+            token: string;
+            /** @description New users only: required */
+            full_name?: string;
+            /** @description New users only: required, 12 to 256 characters, not the email address */
+            password?: string;
+        };
+        ChangePasswordBody: {
+            current_password: string;
+            new_password: string;
+        };
+        ConfirmKnowledgeUploadBody: {
+            /** Format: uuid */
+            knowledge_document_uid: string;
+            /** Format: uuid */
+            organization_uid?: string;
+        };
+        ConfirmPasswordResetBody: {
+            token: string;
+            password: string;
+        };
+        ConfirmSignInLinkBody: {
+            token: string;
+            /** @description The six-digit code of the authenticator app */
+            totp_code?: string;
+        };
+        CreateAgentBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            name: string;
+            /** @description `collections` is the built-in agent */
+            agent_type?: string;
+            description?: string;
+            instructions?: string;
+            status?: "draft" | "active" | "paused";
+            notification_config?: {
+                /** @description the bot must be a member */
+                chat_channel_id: string;
+                events?: {
+                    action_taken?: boolean;
+                    approval_required?: boolean;
+                    outcome?: boolean;
+                    error?: boolean;
+                    digest?: boolean;
+                };
+            } | null;
+            triggers?: {
+                type: "manual" | "schedule" | "email_received";
+                cron?: string;
+                description?: string;
+            }[];
+            tools?: {
+                type: string;
+                /** @default true */
+                requires_approval: boolean;
+                description?: string;
+            }[];
+        };
+        CreateApiKeyBody: {
+            name: string;
+            /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, audit:read, members:read, members:write, webhooks:read, webhooks:write */
+            scopes?: string[];
+            expires_in_days?: number;
+            /** Format: uuid */
+            organization_uid?: string;
+            /**
+             * Format: uuid
+             * @description Admins: issue the key to another member of the organization (default: the caller)
+             */
+            user_uid?: string;
+        };
+        CreateConversationBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            subject: string;
+            channel: "email" | "chat" | "sms" | "phone";
+            status?: "open" | "pending" | "closed";
+            party_uid?: string | null;
+        };
+        CreateConversationMessageBody: {
+            subject: string;
+            /** Format: email */
+            from_email: string;
+            to: string[];
+            body_text: string;
+            /** @default outbound */
+            direction: "inbound" | "outbound";
+        };
+        CreateEmailAccountBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** Format: email */
+            email: string;
+            display_name: string;
+            /** @description smtp://user:password@host:port (STARTTLS when offered) or smtps://… (TLS) */
+            smtp_url?: string;
+        };
+        CreateInvitationBody: {
+            email: string;
+            role: "admin" | "member";
+        };
+        CreateInvoiceBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            invoice_type: "ACCOUNTS_RECEIVABLE" | "ACCOUNTS_PAYABLE";
+            invoice_number: string;
+            status?: string;
+            collection_method?: "charge_automatically" | "send_invoice";
+            currency: string;
+            issue_date?: (string) | null;
+            due_date?: (string) | null;
+            client_party_uid?: string | null;
+            service_provider_party_uid?: string | null;
+            target_party_uid?: string | null;
+            document_uid?: string | null;
+            invoice_blueprint_uid?: string | null;
+            invoice_link?: string | null;
+            line_items?: {
+                context_type: "PRODUCT" | "DISCOUNT";
+                sku: string;
+                quantity?: number;
+                unit_price?: number;
+                currency?: string;
+            }[];
+            tax_cents?: number;
+            pre_payment_credit_notes_cents?: number;
+            invoice_notes?: {
+                invoice_memo?: string;
+                invoice_footer?: string;
+            };
+            invoice_fields?: {
+                [key: string]: unknown;
+            };
+            stamp_number?: string | null;
+            received_date?: (string) | null;
+            document_type?: string | null;
+            registration_number?: string | null;
+            assignee_user_uids?: string[];
+            responsible_user_uid?: string | null;
+        };
+        CreateInvoiceCommentBody: {
+            text: string;
+        };
+        CreateInvoiceLineItemsBody: {
+            context_type: "PRODUCT" | "DISCOUNT";
+            sku: string;
+            quantity?: number;
+            unit_price?: number;
+            currency?: string;
+        } | {
+            context_type: "PRODUCT" | "DISCOUNT";
+            sku: string;
+            quantity?: number;
+            unit_price?: number;
+            currency?: string;
+        }[];
+        CreateInvoicePaymentBody: {
+            amount_cents: number;
+            /** @description YYYY-MM-DD or an ISO 8601 date-time with time zone */
+            paid_at?: string;
+        };
+        CreateMetricBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** @description snake_case, unique within the organization */
+            uid: string;
+            name: string;
+            context_type?: "ORGANIZATION" | "PARTY" | "USER";
+            description?: string;
+            formula?: string;
+            value_type?: "currency" | "percentage" | "days" | "count" | "ratio";
+            storage_unit?: "raw" | "cents";
+            is_snapshot?: boolean;
+            period_definition?: "as_of_date" | "trailing_30_days" | "calendar_month" | "month_to_date";
+            is_active?: boolean;
+        };
+        CreatePartyBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            name: string;
+            role: "client" | "vendor";
+            address?: string;
+            tax_id?: string | null;
+            billing_contact?: {
+                name?: string;
+                title?: string;
+                email?: "" | string;
+                phone?: string;
+            } | null;
+        };
+        CreateProductBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            sku: string;
+            name: string;
+            context_type: "PRODUCT" | "DISCOUNT";
+            /** @description cents */
+            unit_price: number;
+            currency: string;
+        };
+        CreateWebhookEndpointBody: {
+            /** @description http(s); private, loopback and link-local addresses are refused */
+            url: string;
+            description?: string;
+            /** @description The event types to send; empty or absent: every one */
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+            enabled?: boolean;
+        };
+        CreateWorkTaskBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            title: string;
+            description?: string;
+            priority?: "urgent" | "high" | "medium" | "low";
+            status?: "todo" | "in_progress" | "in_review" | "done" | "canceled";
+            due_date?: string | null;
+            assign_to?: {
+                type?: "user" | "agent";
+                /** Format: uuid */
+                user_uid?: string;
+                /** Format: uuid */
+                agent_uid?: string;
+            } | null;
+            context_entities?: {
+                entity_type: "invoice" | "party";
+                /** Format: uuid */
+                entity_uid: string;
+            }[];
+        };
+        DisableTotpBody: {
+            /** @description The six-digit code of the authenticator app */
+            code?: string;
+            password?: string;
+        };
+        EnableTotpBody: {
+            /** @description The six-digit code of the authenticator app */
+            code: string;
+        };
+        PrepareEmailBody: {
+            /**
+             * @description The kind of entity the email is about; only `invoice` today
+             * @enum {unknown}
+             */
+            context_type: "invoice";
+            /** Format: uuid */
+            context_uid: string;
+            /**
+             * @description template (default): replace {token} placeholders; inference: compose with the text generator
+             * @default template
+             */
+            mode: "template" | "inference";
+            /** @description Template mode: required, may hold {token} placeholders. Inference mode: the fallback */
+            subject?: string;
+            /** @description Template mode: required, may hold {token} placeholders. Inference mode: the fallback */
+            body_text?: string;
+            /** @description Inference mode: guidance */
+            prompt_hint?: string;
+        };
+        PresignKnowledgeUploadBody: {
+            /** @description The file's name, as shown back */
+            filename: string;
+            /** Format: uuid */
+            organization_uid?: string;
+            /** @description PDF, DOCX, XLSX, PNG or JPEG (interface 2.3) */
+            content_type: "application/pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" | "image/png" | "image/jpeg";
+        };
+        RaiseAgentApprovalBody: {
+            title: string;
+            reasoning: string;
+            tool_args: {
+                [key: string]: unknown;
+            };
+            trigger: {
+                [key: string]: unknown;
+            };
+            description?: string;
+            priority?: "urgent" | "high" | "medium" | "low";
+            due_date?: string | null;
+            assign_to?: {
+                type?: "user" | "agent";
+                /** Format: uuid */
+                user_uid?: string;
+                /** Format: uuid */
+                agent_uid?: string;
+            } | null;
+            context_entities?: {
+                entity_type: "invoice" | "party";
+                /** Format: uuid */
+                entity_uid: string;
+            }[];
+            /** Format: uuid */
+            run_uid?: string;
+        };
+        ReceiveInboundEmailBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** Format: email */
+            from_email: string;
+            to: string[];
+            subject: string;
+            body_text: string;
+            message_id?: string;
+            /** @description the In-Reply-To header */
+            in_reply_to?: string;
+        };
+        RecordMetricValueBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            metric_uid: string;
+            time_unit?: "day" | "month" | "year";
+            /**
+             * Format: date
+             * @description YYYY-MM-DD
+             */
+            metric_date: string;
+            value: number;
+            /** @description IANA name; default UTC */
+            timezone?: string;
+            _metadata?: {
+                [key: string]: unknown;
+            };
+        };
+        RequestPasswordResetBody: {
+            /** Format: email */
+            email: string;
+        };
+        RequestSignInLinkBody: {
+            /** Format: email */
+            email: string;
+        };
+        RevokeAllSessionsBody: {
+            /** @default false */
+            keep_current: boolean;
+        };
+        SaveEmailDraftBody: {
+            /** Format: uuid */
+            uid?: string;
+            /** Format: uuid */
+            organization_uid?: string;
+            /** Format: uuid */
+            from_account_id?: string;
+            to?: string[];
+            cc?: string[];
+            bcc?: string[];
+            subject?: string;
+            body_text?: string;
+            body_html?: string;
+            /** @description request only; on update the list replaces the stored one */
+            attachments?: {
+                filename: string;
+                content_type: string;
+                data_base64: string;
+            }[];
+            context_type?: string | null;
+            context_id?: string | null;
+            planned_send_at?: string | null;
+        };
+        SignInBody: {
+            /** Format: email */
+            email: string;
+            password: string;
+            /** @description The six-digit code of the authenticator app */
+            totp_code?: string;
+        };
+        StartAgentRunBody: {
+            /** @default manual */
+            trigger_type: "manual" | "schedule" | "email_received";
+            /** @default false */
+            sandbox: boolean;
+            input?: {
+                [key: string]: unknown;
+            };
+        };
+        UpdateAgentBody: {
+            name?: string;
+            description?: string;
+            instructions?: string;
+            status?: "draft" | "active" | "paused";
+            notification_config?: {
+                /** @description the bot must be a member */
+                chat_channel_id: string;
+                events?: {
+                    action_taken?: boolean;
+                    approval_required?: boolean;
+                    outcome?: boolean;
+                    error?: boolean;
+                    digest?: boolean;
+                };
+            } | null;
+            triggers?: {
+                type: "manual" | "schedule" | "email_received";
+                cron?: string;
+                description?: string;
+            }[];
+            tools?: {
+                type: string;
+                /** @default true */
+                requires_approval: boolean;
+                description?: string;
+            }[];
+        };
+        UpdateBillingIntegrationBody: {
+            /** @enum {string} */
+            type: "http";
+            url: string;
+            /** @description HMAC-SHA-256 key for the Remit-Signature header */
+            secret: string;
+        };
+        UpdateInvoiceBody: {
+            target_party_uid?: string | null;
+            document_uid?: string | null;
+            invoice_blueprint_uid?: string | null;
+            invoice_number?: string;
+            status?: string;
+            collection_method?: "charge_automatically" | "send_invoice";
+            issue_date?: (string) | null;
+            due_date?: (string) | null;
+            paid_date?: (string) | null;
+            currency?: string;
+            invoice_fields?: {
+                [key: string]: unknown;
+            };
+            tax_cents?: number;
+            pre_payment_credit_notes_cents?: number;
+            invoice_notes?: {
+                invoice_memo?: string;
+                invoice_footer?: string;
+            };
+            invoice_link?: string | null;
+            client_party_uid?: string | null;
+            service_provider_party_uid?: string | null;
+            stamp_number?: string | null;
+            received_date?: (string) | null;
+            document_type?: string | null;
+            registration_number?: string | null;
+            assignee_user_uids?: string[];
+            responsible_user_uid?: string | null;
+        };
+        UpdateInvoiceCommentBody: {
+            text?: string;
+            resolved?: boolean;
+        };
+        UpdateInvoiceLineItemsBody: {
+            /** Format: uuid */
+            uid: string;
+            context_type?: "PRODUCT" | "DISCOUNT";
+            sku?: string;
+            quantity?: number;
+            unit_price?: number;
+            currency?: string;
+        } | {
+            /** Format: uuid */
+            uid: string;
+            context_type?: "PRODUCT" | "DISCOUNT";
+            sku?: string;
+            quantity?: number;
+            unit_price?: number;
+            currency?: string;
+        }[];
+        UpdateMemberBody: {
+            role: "admin" | "member";
+        };
+        UpdateMetricBody: {
+            name?: string;
+            description?: string;
+            formula?: string;
+            is_active?: boolean;
+            /** @description immutable: 422 */
+            uid?: unknown;
+            /** @description immutable: 422 */
+            context_type?: unknown;
+            /** @description immutable: 422 */
+            value_type?: unknown;
+            /** @description immutable: 422 */
+            storage_unit?: unknown;
+            /** @description immutable: 422 */
+            is_snapshot?: unknown;
+            /** @description immutable: 422 */
+            period_definition?: unknown;
+        };
+        UpdateMetricValueBody: {
+            value?: number;
+            _metadata?: {
+                [key: string]: unknown;
+            };
+            timezone?: string;
+            /** @description immutable: 422 */
+            metric_uid?: unknown;
+            /** @description immutable: 422 */
+            entity_uid?: unknown;
+            /** @description immutable: 422 */
+            context_type?: unknown;
+            /** @description immutable: 422 */
+            time_unit?: unknown;
+            /** @description immutable: 422 */
+            metric_date?: unknown;
+        };
+        UpdateOrganizationSettingsBody: {
+            segregation_of_duties?: boolean;
+            require_admin_mfa?: boolean;
+        };
+        UpdatePartyBody: {
+            name?: string;
+            role?: "client" | "vendor";
+            address?: string;
+            tax_id?: string | null;
+            billing_contact?: {
+                name?: string;
+                title?: string;
+                email?: "" | string;
+                phone?: string;
+            } | null;
+        };
+        UpdateProductBody: {
+            sku?: string;
+            name?: string;
+            context_type?: "PRODUCT" | "DISCOUNT";
+            unit_price?: number;
+            currency?: string;
+        };
+        UpdateWebhookEndpointBody: {
+            /** @description http(s); private, loopback and link-local addresses are refused */
+            url?: string;
+            description?: string;
+            /** @description The event types to send; empty or absent: every one */
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+            /** @description true again after an automatic disable */
+            enabled?: boolean;
+        };
+        UpdateWorkTaskBody: {
+            title?: string;
+            description?: string;
+            assign_to?: {
+                type?: "user" | "agent";
+                /** Format: uuid */
+                user_uid?: string;
+                /** Format: uuid */
+                agent_uid?: string;
+            } | null;
+            priority?: "urgent" | "high" | "medium" | "low";
+            due_date?: string | null;
+            status?: "todo" | "in_progress" | "in_review" | "done" | "canceled";
+            context_entities?: {
+                entity_type: "invoice" | "party";
+                /** Format: uuid */
+                entity_uid: string;
+            }[];
+            action?: "approve" | "reject";
+            tool_args?: {
+                [key: string]: unknown;
+            };
+            resolution_note?: string;
+        };
     };
     responses: {
-        /** @description The error body (docs/errors.md): `code` says what went wrong */
-        ErrorOnAuthenticatedRoute: {
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_exists`: a duplicate of something that must be unique
+         */
+        AlreadyExistsOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2199,11 +2756,19 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_exists";
+                };
             };
         };
-        /** @description The error body (docs/errors.md): `code` says what went wrong */
-        ErrorOnIdempotentPost: {
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_exists`: a duplicate of something that must be unique
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -2214,20 +2779,966 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_exists" | "idempotency_key_in_use";
+                };
             };
         };
-        /** @description The error body (docs/errors.md): `code` says what went wrong */
-        ErrorOnPublicRoute: {
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_exists`: a duplicate of something that must be unique
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        AlreadyExistsOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_exists" | "invalid_state" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_resolved`: the approval was already decided
+         */
+        AlreadyResolvedOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_resolved";
+                };
+            };
+        };
+        /**
+         * @description Bad Gateway: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_gateway`: an outside service (billing partner, Slack, mail) refused or failed; nothing was saved
+         */
+        BadGatewayOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_gateway";
+                };
+            };
+        };
+        /**
+         * @description Bad Gateway: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_gateway`: an outside service (billing partner, Slack, mail) refused or failed; nothing was saved
+         */
+        BadGatewayOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_gateway";
+                };
+            };
+        };
+        /**
+         * @description Bad Gateway: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_gateway`: an outside service (billing partner, Slack, mail) refused or failed; nothing was saved
+         */
+        BadGatewayOnPublicRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_gateway";
+                };
             };
         };
-        /** @description Too many requests: the error body (docs/errors.md); retry after Retry-After seconds */
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_request`: a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL
+         *     - `invalid_json`: the body is not valid JSON
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `invalid_token`: the emailed link’s token is not one we issued, or a newer link replaced it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_request`: a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL
+         *     - `invalid_json`: the body is not valid JSON
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_request" | "invalid_json" | "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_request`: a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL
+         *     - `invalid_json`: the body is not valid JSON
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_request" | "invalid_json" | "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_request`: a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL
+         *     - `invalid_json`: the body is not valid JSON
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_request" | "invalid_json" | "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `bad_request`: a malformed request: a Content-Length that does not match the body, or a path that is not a valid URL
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "bad_request" | "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
+         *     - `already_exists`: a duplicate of something that must be unique
+         *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
+         */
+        ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict" | "already_exists" | "sync_in_progress";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        ConflictOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict" | "invalid_state" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         */
+        ForbiddenOrNotAMemberOrCsrfFailedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "csrf_failed";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        ForbiddenOrNotAMemberOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Gateway Timeout: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `gateway_timeout`: an outside service did not answer in time; nothing was saved
+         */
+        GatewayTimeoutOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "gateway_timeout";
+                };
+            };
+        };
+        /**
+         * @description Gateway Timeout: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `gateway_timeout`: an outside service did not answer in time; nothing was saved
+         */
+        GatewayTimeoutOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "gateway_timeout";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        IdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Unprocessable Entity: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `idempotency_key_reused`: this Idempotency-Key was used before with another body
+         */
+        IdempotencyKeyReusedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "idempotency_key_reused";
+                };
+            };
+        };
+        /**
+         * @description Internal Server Error: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `internal_error`: something unexpected; quote `request_id` when reporting it
+         */
+        InternalErrorOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "internal_error";
+                };
+            };
+        };
+        /**
+         * @description Internal Server Error: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `internal_error`: something unexpected; quote `request_id` when reporting it
+         */
+        InternalErrorOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "internal_error";
+                };
+            };
+        };
+        /**
+         * @description Internal Server Error: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `internal_error`: something unexpected; quote `request_id` when reporting it
+         */
+        InternalErrorOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "internal_error";
+                };
+            };
+        };
+        /**
+         * @description Unauthorized: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_credentials`: the email and password (or the TOTP code) are not right
+         *     - `second_factor_missing`: the password was right and the account has a second factor: send `totp_code` too
+         */
+        InvalidCredentialsOrSecondFactorMissingOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_credentials" | "second_factor_missing";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        InvalidParameterOrUnknownParameterOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Bad Request: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_parameter`: a path or query parameter (or the Idempotency-Key header) fails its rules; `errors` names it
+         *     - `unknown_parameter`: a query parameter this operation does not take; the message lists those it does
+         */
+        InvalidParameterOrUnknownParameterOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_state`: the resource’s current state does not allow this
+         */
+        InvalidStateOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_state";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        InvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_state" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         */
+        NotAMemberOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         */
+        NotAMemberOrCsrfFailedOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "csrf_failed";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         */
+        NotAMemberOrCsrfFailedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "csrf_failed";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `session_required`: only a person signed in (a session) may do this, not an API key
+         */
+        NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "csrf_failed" | "session_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         */
+        NotAMemberOrSecondFactorRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `session_required`: only a person signed in (a session) may do this, not an API key
+         */
+        NotAMemberOrSessionRequiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "session_required";
+                };
+            };
+        };
+        /**
+         * @description Not Found: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_found`: no such resource in the caller’s organizations (or one the caller may not see)
+         */
+        NotFoundOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_found";
+                };
+            };
+        };
+        /**
+         * @description Not Found: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_found`: no such resource in the caller’s organizations (or one the caller may not see)
+         */
+        NotFoundOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_found";
+                };
+            };
+        };
+        /**
+         * @description Payload Too Large: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `payload_too_large`: the body (or an uploaded file) is over this operation’s limit
+         */
+        PayloadTooLargeOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "payload_too_large";
+                };
+            };
+        };
+        /**
+         * @description Payload Too Large: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `payload_too_large`: the body (or an uploaded file) is over this operation’s limit
+         */
+        PayloadTooLargeOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "payload_too_large";
+                };
+            };
+        };
+        /**
+         * @description Payload Too Large: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `payload_too_large`: the body (or an uploaded file) is over this operation’s limit
+         */
+        PayloadTooLargeOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "payload_too_large";
+                };
+            };
+        };
+        /**
+         * @description Too Many Requests: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `rate_limited`: too many requests: retry after Retry-After seconds
+         */
         RateLimitedOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2238,10 +3749,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "rate_limited";
+                };
             };
         };
-        /** @description Too many requests: the error body (docs/errors.md); retry after Retry-After seconds */
+        /**
+         * @description Too Many Requests: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `rate_limited`: too many requests: retry after Retry-After seconds
+         */
         RateLimitedOnIdempotentPost: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2254,10 +3772,17 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "rate_limited";
+                };
             };
         };
-        /** @description Too many requests: the error body (docs/errors.md); retry after Retry-After seconds */
+        /**
+         * @description Too Many Requests: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `rate_limited`: too many requests: retry after Retry-After seconds
+         */
         RateLimitedOnPublicRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2265,7 +3790,447 @@ export interface components {
                 [name: string]: unknown;
             };
             content: {
-                "application/json": components["schemas"]["ErrorBody"];
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "rate_limited";
+                };
+            };
+        };
+        /**
+         * @description Service Unavailable: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `service_unavailable`: the database did not answer in time, or this server is shutting down; safe to retry
+         */
+        ServiceUnavailableOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "service_unavailable";
+                };
+            };
+        };
+        /**
+         * @description Service Unavailable: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `service_unavailable`: the database did not answer in time, or this server is shutting down; safe to retry
+         */
+        ServiceUnavailableOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "service_unavailable";
+                };
+            };
+        };
+        /**
+         * @description Service Unavailable: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `service_unavailable`: the database did not answer in time, or this server is shutting down; safe to retry
+         */
+        ServiceUnavailableOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "service_unavailable";
+                };
+            };
+        };
+        /**
+         * @description Insufficient Storage: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `storage_full`: the server’s disk is nearly full: writes are refused, reads go on
+         */
+        StorageFullOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "storage_full";
+                };
+            };
+        };
+        /**
+         * @description Insufficient Storage: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `storage_full`: the server’s disk is nearly full: writes are refused, reads go on
+         */
+        StorageFullOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "storage_full";
+                };
+            };
+        };
+        /**
+         * @description Insufficient Storage: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `storage_full`: the server’s disk is nearly full: writes are refused, reads go on
+         */
+        StorageFullOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "storage_full";
+                };
+            };
+        };
+        /**
+         * @description Gone: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `token_expired`: the emailed link (or the invitation) has expired
+         */
+        TokenExpiredOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "token_expired";
+                };
+            };
+        };
+        /**
+         * @description Gone: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `token_expired`: the emailed link (or the invitation) has expired
+         */
+        TokenExpiredOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "token_expired";
+                };
+            };
+        };
+        /**
+         * @description Gone: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `token_expired`: the emailed link (or the invitation) has expired
+         */
+        TokenExpiredOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "token_expired";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `token_used`: the emailed link was already used
+         */
+        TokenUsedOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "token_used";
+                };
+            };
+        };
+        /**
+         * @description Unauthorized: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unauthorized`: no valid API key or session: missing, malformed, unknown, expired or revoked
+         */
+        UnauthorizedOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unauthorized";
+                };
+            };
+        };
+        /**
+         * @description Unauthorized: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unauthorized`: no valid API key or session: missing, malformed, unknown, expired or revoked
+         */
+        UnauthorizedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unauthorized";
+                };
+            };
+        };
+        /**
+         * @description Unauthorized: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unauthorized`: no valid API key or session: missing, malformed, unknown, expired or revoked
+         *     - `invalid_credentials`: the email and password (or the TOTP code) are not right
+         */
+        UnauthorizedOrInvalidCredentialsOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unauthorized" | "invalid_credentials";
+                };
+            };
+        };
+        /**
+         * @description Unsupported Media Type: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unsupported_media_type`: a Content-Type this operation does not take
+         */
+        UnsupportedMediaTypeOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unsupported_media_type";
+                };
+            };
+        };
+        /**
+         * @description Unsupported Media Type: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unsupported_media_type`: a Content-Type this operation does not take
+         */
+        UnsupportedMediaTypeOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unsupported_media_type";
+                };
+            };
+        };
+        /**
+         * @description Unsupported Media Type: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `unsupported_media_type`: a Content-Type this operation does not take
+         */
+        UnsupportedMediaTypeOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "unsupported_media_type";
+                };
+            };
+        };
+        /**
+         * @description URI Too Long: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `uri_too_long`: a path parameter is longer than 100 characters
+         */
+        UriTooLongOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "uri_too_long";
+                };
+            };
+        };
+        /**
+         * @description URI Too Long: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `uri_too_long`: a path parameter is longer than 100 characters
+         */
+        UriTooLongOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "uri_too_long";
+                };
+            };
+        };
+        /**
+         * @description URI Too Long: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `uri_too_long`: a path parameter is longer than 100 characters
+         */
+        UriTooLongOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "uri_too_long";
+                };
+            };
+        };
+        /**
+         * @description Unprocessable Entity: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `validation_failed`: the body fails its schema or a rule of the service; `errors` names the field
+         */
+        ValidationFailedOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "validation_failed";
+                };
+            };
+        };
+        /**
+         * @description Unprocessable Entity: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `validation_failed`: the body fails its schema or a rule of the service; `errors` names the field
+         */
+        ValidationFailedOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "validation_failed";
+                };
+            };
+        };
+        /**
+         * @description Unprocessable Entity: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `validation_failed`: the body fails its schema or a rule of the service; `errors` names the field
+         *     - `idempotency_key_reused`: this Idempotency-Key was used before with another body
+         */
+        ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "validation_failed" | "idempotency_key_reused";
+                };
             };
         };
     };
@@ -2308,7 +4273,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2326,6 +4291,8 @@ export interface operations {
                     };
                 };
             };
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
         };
     };
     getReadiness: {
@@ -2340,7 +4307,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2353,7 +4320,8 @@ export interface operations {
                     };
                 };
             };
-            503: components["responses"]["ErrorOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
         };
     };
     getOpenApiDocument: {
@@ -2384,7 +4352,9 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
         };
     };
     getMe: {
@@ -2401,7 +4371,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2451,19 +4421,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     signIn: {
@@ -2480,17 +4443,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: email */
-                    email: string;
-                    password: string;
-                    /** @description The six-digit code of the authenticator app */
-                    totp_code?: string;
-                };
+                "application/json": components["schemas"]["SignInBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2530,19 +4487,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
-            401: components["responses"]["ErrorOnPublicRoute"];
-            403: components["responses"]["ErrorOnPublicRoute"];
-            404: components["responses"]["ErrorOnPublicRoute"];
-            409: components["responses"]["ErrorOnPublicRoute"];
-            413: components["responses"]["ErrorOnPublicRoute"];
-            415: components["responses"]["ErrorOnPublicRoute"];
-            422: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnPublicRoute"];
+            401: components["responses"]["InvalidCredentialsOrSecondFactorMissingOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
             429: components["responses"]["RateLimitedOnPublicRoute"];
-            500: components["responses"]["ErrorOnPublicRoute"];
-            502: components["responses"]["ErrorOnPublicRoute"];
-            503: components["responses"]["ErrorOnPublicRoute"];
-            504: components["responses"]["ErrorOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     signOut: {
@@ -2561,7 +4514,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2583,19 +4536,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getSession: {
@@ -2612,7 +4563,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2655,19 +4606,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrSessionRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listSessions: {
@@ -2684,7 +4629,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2719,19 +4664,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     revokeSession: {
@@ -2750,7 +4688,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2783,19 +4721,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     revokeAllSessions: {
@@ -2814,14 +4750,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @default false */
-                    keep_current?: boolean;
-                };
+                "application/json": components["schemas"]["RevokeAllSessionsBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2843,19 +4776,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     changePassword: {
@@ -2874,14 +4805,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    current_password: string;
-                    new_password: string;
-                };
+                "application/json": components["schemas"]["ChangePasswordBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2903,19 +4831,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     requestPasswordReset: {
@@ -2932,14 +4858,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: email */
-                    email: string;
-                };
+                "application/json": components["schemas"]["RequestPasswordResetBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -2957,19 +4880,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
-            401: components["responses"]["ErrorOnPublicRoute"];
-            403: components["responses"]["ErrorOnPublicRoute"];
-            404: components["responses"]["ErrorOnPublicRoute"];
-            409: components["responses"]["ErrorOnPublicRoute"];
-            413: components["responses"]["ErrorOnPublicRoute"];
-            415: components["responses"]["ErrorOnPublicRoute"];
-            422: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
             429: components["responses"]["RateLimitedOnPublicRoute"];
-            500: components["responses"]["ErrorOnPublicRoute"];
-            502: components["responses"]["ErrorOnPublicRoute"];
-            503: components["responses"]["ErrorOnPublicRoute"];
-            504: components["responses"]["ErrorOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            502: components["responses"]["BadGatewayOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     confirmPasswordReset: {
@@ -2986,14 +4905,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    token: string;
-                    password: string;
-                };
+                "application/json": components["schemas"]["ConfirmPasswordResetBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3011,19 +4927,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
-            401: components["responses"]["ErrorOnPublicRoute"];
-            403: components["responses"]["ErrorOnPublicRoute"];
-            404: components["responses"]["ErrorOnPublicRoute"];
-            409: components["responses"]["ErrorOnPublicRoute"];
-            413: components["responses"]["ErrorOnPublicRoute"];
-            415: components["responses"]["ErrorOnPublicRoute"];
-            422: components["responses"]["ErrorOnPublicRoute"];
-            429: components["responses"]["RateLimitedOnPublicRoute"];
-            500: components["responses"]["ErrorOnPublicRoute"];
-            502: components["responses"]["ErrorOnPublicRoute"];
-            503: components["responses"]["ErrorOnPublicRoute"];
-            504: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute"];
+            409: components["responses"]["TokenUsedOnPublicRoute"];
+            410: components["responses"]["TokenExpiredOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     requestSignInLink: {
@@ -3040,14 +4952,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: email */
-                    email: string;
-                };
+                "application/json": components["schemas"]["RequestSignInLinkBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3065,19 +4974,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
-            401: components["responses"]["ErrorOnPublicRoute"];
-            403: components["responses"]["ErrorOnPublicRoute"];
-            404: components["responses"]["ErrorOnPublicRoute"];
-            409: components["responses"]["ErrorOnPublicRoute"];
-            413: components["responses"]["ErrorOnPublicRoute"];
-            415: components["responses"]["ErrorOnPublicRoute"];
-            422: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
             429: components["responses"]["RateLimitedOnPublicRoute"];
-            500: components["responses"]["ErrorOnPublicRoute"];
-            502: components["responses"]["ErrorOnPublicRoute"];
-            503: components["responses"]["ErrorOnPublicRoute"];
-            504: components["responses"]["ErrorOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            502: components["responses"]["BadGatewayOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     confirmSignInLink: {
@@ -3094,15 +4999,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    token: string;
-                    /** @description The six-digit code of the authenticator app */
-                    totp_code?: string;
-                };
+                "application/json": components["schemas"]["ConfirmSignInLinkBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3142,19 +5043,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnPublicRoute"];
-            401: components["responses"]["ErrorOnPublicRoute"];
-            403: components["responses"]["ErrorOnPublicRoute"];
-            404: components["responses"]["ErrorOnPublicRoute"];
-            409: components["responses"]["ErrorOnPublicRoute"];
-            413: components["responses"]["ErrorOnPublicRoute"];
-            415: components["responses"]["ErrorOnPublicRoute"];
-            422: components["responses"]["ErrorOnPublicRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute"];
+            401: components["responses"]["InvalidCredentialsOrSecondFactorMissingOnPublicRoute"];
+            409: components["responses"]["TokenUsedOnPublicRoute"];
+            410: components["responses"]["TokenExpiredOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
             429: components["responses"]["RateLimitedOnPublicRoute"];
-            500: components["responses"]["ErrorOnPublicRoute"];
-            502: components["responses"]["ErrorOnPublicRoute"];
-            503: components["responses"]["ErrorOnPublicRoute"];
-            504: components["responses"]["ErrorOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     setUpTotp: {
@@ -3173,7 +5072,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3196,19 +5095,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["ConflictOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     enableTotp: {
@@ -3227,14 +5125,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The six-digit code of the authenticator app */
-                    code: string;
-                };
+                "application/json": components["schemas"]["EnableTotpBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3256,19 +5151,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
+            409: components["responses"]["ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     disableTotp: {
@@ -3287,15 +5180,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The six-digit code of the authenticator app */
-                    code?: string;
-                    password?: string;
-                };
+                "application/json": components["schemas"]["DisableTotpBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3317,19 +5206,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listApiKeys: {
@@ -3348,7 +5235,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3375,19 +5262,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createApiKey: {
@@ -3406,23 +5286,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name: string;
-                    /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, audit:read, members:read, members:write, webhooks:read, webhooks:write */
-                    scopes?: string[];
-                    expires_in_days?: number;
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /**
-                     * Format: uuid
-                     * @description Admins: issue the key to another member of the organization (default: the caller)
-                     */
-                    user_uid?: string;
-                };
+                "application/json": components["schemas"]["CreateApiKeyBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3442,19 +5310,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     revokeApiKey: {
@@ -3473,7 +5339,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3492,19 +5358,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listParties: {
@@ -3525,7 +5389,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3552,19 +5416,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createParty: {
@@ -3583,24 +5440,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    name: string;
-                    role: "client" | "vendor";
-                    address?: string;
-                    tax_id?: string | null;
-                    billing_contact?: {
-                        name?: string;
-                        title?: string;
-                        email?: "" | string;
-                        phone?: string;
-                    } | null;
-                };
+                "application/json": components["schemas"]["CreatePartyBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3620,19 +5464,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getParty: {
@@ -3651,7 +5493,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3670,19 +5512,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateParty: {
@@ -3701,22 +5538,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    role?: "client" | "vendor";
-                    address?: string;
-                    tax_id?: string | null;
-                    billing_contact?: {
-                        name?: string;
-                        title?: string;
-                        email?: "" | string;
-                        phone?: string;
-                    } | null;
-                };
+                "application/json": components["schemas"]["UpdatePartyBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3735,19 +5561,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listProducts: {
@@ -3768,7 +5593,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3795,19 +5620,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createProduct: {
@@ -3826,20 +5644,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    sku: string;
-                    name: string;
-                    context_type: "PRODUCT" | "DISCOUNT";
-                    /** @description cents */
-                    unit_price: number;
-                    currency: string;
-                };
+                "application/json": components["schemas"]["CreateProductBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3859,19 +5668,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getProduct: {
@@ -3890,7 +5697,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3909,19 +5716,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateProduct: {
@@ -3940,17 +5742,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    sku?: string;
-                    name?: string;
-                    context_type?: "PRODUCT" | "DISCOUNT";
-                    unit_price?: number;
-                    currency?: string;
-                };
+                "application/json": components["schemas"]["UpdateProductBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -3969,19 +5765,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["AlreadyExistsOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     createInvoice: {
@@ -4000,49 +5796,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    invoice_type: "ACCOUNTS_RECEIVABLE" | "ACCOUNTS_PAYABLE";
-                    invoice_number: string;
-                    status?: string;
-                    collection_method?: "charge_automatically" | "send_invoice";
-                    currency: string;
-                    issue_date?: (string) | null;
-                    due_date?: (string) | null;
-                    client_party_uid?: string | null;
-                    service_provider_party_uid?: string | null;
-                    target_party_uid?: string | null;
-                    document_uid?: string | null;
-                    invoice_blueprint_uid?: string | null;
-                    invoice_link?: string | null;
-                    line_items?: {
-                        context_type: "PRODUCT" | "DISCOUNT";
-                        sku: string;
-                        quantity?: number;
-                        unit_price?: number;
-                        currency?: string;
-                    }[];
-                    tax_cents?: number;
-                    pre_payment_credit_notes_cents?: number;
-                    invoice_notes?: {
-                        invoice_memo?: string;
-                        invoice_footer?: string;
-                    };
-                    invoice_fields?: {
-                        [key: string]: unknown;
-                    };
-                    stamp_number?: string | null;
-                    received_date?: (string) | null;
-                    document_type?: string | null;
-                    registration_number?: string | null;
-                    assignee_user_uids?: string[];
-                    responsible_user_uid?: string | null;
-                };
+                "application/json": components["schemas"]["CreateInvoiceBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4062,19 +5820,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getInvoice: {
@@ -4093,7 +5849,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4112,19 +5868,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateInvoice: {
@@ -4143,40 +5894,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    target_party_uid?: string | null;
-                    document_uid?: string | null;
-                    invoice_blueprint_uid?: string | null;
-                    invoice_number?: string;
-                    status?: string;
-                    collection_method?: "charge_automatically" | "send_invoice";
-                    issue_date?: (string) | null;
-                    due_date?: (string) | null;
-                    paid_date?: (string) | null;
-                    currency?: string;
-                    invoice_fields?: {
-                        [key: string]: unknown;
-                    };
-                    tax_cents?: number;
-                    pre_payment_credit_notes_cents?: number;
-                    invoice_notes?: {
-                        invoice_memo?: string;
-                        invoice_footer?: string;
-                    };
-                    invoice_link?: string | null;
-                    client_party_uid?: string | null;
-                    service_provider_party_uid?: string | null;
-                    stamp_number?: string | null;
-                    received_date?: (string) | null;
-                    document_type?: string | null;
-                    registration_number?: string | null;
-                    assignee_user_uids?: string[];
-                    responsible_user_uid?: string | null;
-                };
+                "application/json": components["schemas"]["UpdateInvoiceBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4195,19 +5917,21 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            502: components["responses"]["BadGatewayOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            504: components["responses"]["GatewayTimeoutOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     updateInvoiceLineItems: {
@@ -4226,27 +5950,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    uid: string;
-                    context_type?: "PRODUCT" | "DISCOUNT";
-                    sku?: string;
-                    quantity?: number;
-                    unit_price?: number;
-                    currency?: string;
-                } | {
-                    /** Format: uuid */
-                    uid: string;
-                    context_type?: "PRODUCT" | "DISCOUNT";
-                    sku?: string;
-                    quantity?: number;
-                    unit_price?: number;
-                    currency?: string;
-                }[];
+                "application/json": components["schemas"]["UpdateInvoiceLineItemsBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4265,19 +5973,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     createInvoiceLineItems: {
@@ -4298,23 +6005,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    context_type: "PRODUCT" | "DISCOUNT";
-                    sku: string;
-                    quantity?: number;
-                    unit_price?: number;
-                    currency?: string;
-                } | {
-                    context_type: "PRODUCT" | "DISCOUNT";
-                    sku: string;
-                    quantity?: number;
-                    unit_price?: number;
-                    currency?: string;
-                }[];
+                "application/json": components["schemas"]["CreateInvoiceLineItemsBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4334,19 +6029,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     createInvoiceComment: {
@@ -4367,13 +6062,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    text: string;
-                };
+                "application/json": components["schemas"]["CreateInvoiceCommentBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4393,19 +6086,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     updateInvoiceComment: {
@@ -4425,14 +6118,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    text?: string;
-                    resolved?: boolean;
-                };
+                "application/json": components["schemas"]["UpdateInvoiceCommentBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4451,19 +6141,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     createInvoicePayment: {
@@ -4484,15 +6173,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    amount_cents: number;
-                    /** @description YYYY-MM-DD or an ISO 8601 date-time with time zone */
-                    paid_at?: string;
-                };
+                "application/json": components["schemas"]["CreateInvoicePaymentBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4512,19 +6197,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listApInvoices: {
@@ -4599,7 +6284,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4629,19 +6314,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listArInvoices: {
@@ -4716,7 +6395,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4746,19 +6425,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     getBillingIntegration: {
@@ -4777,7 +6450,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4808,7 +6481,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4839,19 +6512,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateBillingIntegration: {
@@ -4870,17 +6538,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @enum {string} */
-                    type: "http";
-                    url: string;
-                    /** @description HMAC-SHA-256 key for the Remit-Signature header */
-                    secret: string;
-                };
+                "application/json": components["schemas"]["UpdateBillingIntegrationBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4911,7 +6573,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4942,19 +6604,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     deleteBillingIntegration: {
@@ -4973,7 +6633,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5004,7 +6664,7 @@ export interface operations {
                     };
                 };
             };
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5035,19 +6695,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listInvoiceAttachments: {
@@ -5068,7 +6726,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5100,19 +6758,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     uploadInvoiceAttachment: {
@@ -5146,7 +6799,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5166,19 +6819,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listEmailAccounts: {
@@ -5197,7 +6850,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5224,19 +6877,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createEmailAccount: {
@@ -5255,19 +6901,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /** Format: email */
-                    email: string;
-                    display_name: string;
-                    /** @description smtp://user:password@host:port (STARTTLS when offered) or smtps://… (TLS) */
-                    smtp_url?: string;
-                };
+                "application/json": components["schemas"]["CreateEmailAccountBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5287,19 +6925,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getEmailAccount: {
@@ -5318,7 +6954,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5337,19 +6973,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     saveEmailDraft: {
@@ -5368,33 +6999,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    uid?: string;
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /** Format: uuid */
-                    from_account_id?: string;
-                    to?: string[];
-                    cc?: string[];
-                    bcc?: string[];
-                    subject?: string;
-                    body_text?: string;
-                    body_html?: string;
-                    /** @description request only; on update the list replaces the stored one */
-                    attachments?: {
-                        filename: string;
-                        content_type: string;
-                        data_base64: string;
-                    }[];
-                    context_type?: string | null;
-                    context_id?: string | null;
-                    planned_send_at?: string | null;
-                };
+                "application/json": components["schemas"]["SaveEmailDraftBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5408,7 +7017,7 @@ export interface operations {
                     "application/json": components["schemas"]["EmailDraft"];
                 };
             };
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5422,19 +7031,18 @@ export interface operations {
                     "application/json": components["schemas"]["EmailDraft"];
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getEmailDraft: {
@@ -5453,7 +7061,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5466,19 +7074,14 @@ export interface operations {
                     "application/json": components["schemas"]["EmailDraft"];
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     cancelEmailDraft: {
@@ -5497,7 +7100,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5510,19 +7113,18 @@ export interface operations {
                     "application/json": components["schemas"]["EmailDraft"];
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     prepareEmail: {
@@ -5541,30 +7143,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /**
-                     * @description The kind of entity the email is about; only `invoice` today
-                     * @enum {unknown}
-                     */
-                    context_type: "invoice";
-                    /** Format: uuid */
-                    context_uid: string;
-                    /**
-                     * @description template (default): replace {token} placeholders; inference: compose with the text generator
-                     * @default template
-                     */
-                    mode?: "template" | "inference";
-                    /** @description Template mode: required, may hold {token} placeholders. Inference mode: the fallback */
-                    subject?: string;
-                    /** @description Template mode: required, may hold {token} placeholders. Inference mode: the fallback */
-                    body_text?: string;
-                    /** @description Inference mode: guidance */
-                    prompt_hint?: string;
-                };
+                "application/json": components["schemas"]["PrepareEmailBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5578,19 +7161,18 @@ export interface operations {
                     "application/json": components["schemas"]["PreparedEmail"];
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listEmailFields: {
@@ -5609,7 +7191,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5635,19 +7217,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     searchEntities: {
@@ -5670,7 +7245,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5697,19 +7272,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     searchWorkTaskContext: {
@@ -5730,7 +7298,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5769,19 +7337,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listWorkTasks: {
@@ -5811,7 +7372,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5838,19 +7399,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createWorkTask: {
@@ -5869,31 +7423,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    title: string;
-                    description?: string;
-                    priority?: "urgent" | "high" | "medium" | "low";
-                    status?: "todo" | "in_progress" | "in_review" | "done" | "canceled";
-                    due_date?: string | null;
-                    assign_to?: {
-                        type?: "user" | "agent";
-                        /** Format: uuid */
-                        user_uid?: string;
-                        /** Format: uuid */
-                        agent_uid?: string;
-                    } | null;
-                    context_entities?: {
-                        entity_type: "invoice" | "party";
-                        /** Format: uuid */
-                        entity_uid: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CreateWorkTaskBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5913,19 +7447,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getWorkTask: {
@@ -5944,7 +7476,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -5963,19 +7495,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateWorkTask: {
@@ -5994,34 +7521,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title?: string;
-                    description?: string;
-                    assign_to?: {
-                        type?: "user" | "agent";
-                        /** Format: uuid */
-                        user_uid?: string;
-                        /** Format: uuid */
-                        agent_uid?: string;
-                    } | null;
-                    priority?: "urgent" | "high" | "medium" | "low";
-                    due_date?: string | null;
-                    status?: "todo" | "in_progress" | "in_review" | "done" | "canceled";
-                    context_entities?: {
-                        entity_type: "invoice" | "party";
-                        /** Format: uuid */
-                        entity_uid: string;
-                    }[];
-                    action?: "approve" | "reject";
-                    tool_args?: {
-                        [key: string]: unknown;
-                    };
-                    resolution_note?: string;
-                };
+                "application/json": components["schemas"]["UpdateWorkTaskBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6040,19 +7544,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["AlreadyResolvedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listAgents: {
@@ -6073,7 +7577,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6100,19 +7604,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createAgent: {
@@ -6131,42 +7628,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    name: string;
-                    /** @description `collections` is the built-in agent */
-                    agent_type?: string;
-                    description?: string;
-                    instructions?: string;
-                    status?: "draft" | "active" | "paused";
-                    notification_config?: {
-                        /** @description the bot must be a member */
-                        chat_channel_id: string;
-                        events?: {
-                            action_taken?: boolean;
-                            approval_required?: boolean;
-                            outcome?: boolean;
-                            error?: boolean;
-                            digest?: boolean;
-                        };
-                    } | null;
-                    triggers?: {
-                        type: "manual" | "schedule" | "email_received";
-                        cron?: string;
-                        description?: string;
-                    }[];
-                    tools?: {
-                        type: string;
-                        /** @default true */
-                        requires_approval?: boolean;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["CreateAgentBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6186,19 +7652,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            502: components["responses"]["BadGatewayOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            504: components["responses"]["GatewayTimeoutOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getAgent: {
@@ -6217,7 +7683,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6236,19 +7702,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateAgent: {
@@ -6267,38 +7728,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    description?: string;
-                    instructions?: string;
-                    status?: "draft" | "active" | "paused";
-                    notification_config?: {
-                        /** @description the bot must be a member */
-                        chat_channel_id: string;
-                        events?: {
-                            action_taken?: boolean;
-                            approval_required?: boolean;
-                            outcome?: boolean;
-                            error?: boolean;
-                            digest?: boolean;
-                        };
-                    } | null;
-                    triggers?: {
-                        type: "manual" | "schedule" | "email_received";
-                        cron?: string;
-                        description?: string;
-                    }[];
-                    tools?: {
-                        type: string;
-                        /** @default true */
-                        requires_approval?: boolean;
-                        description?: string;
-                    }[];
-                };
+                "application/json": components["schemas"]["UpdateAgentBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6317,19 +7751,20 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            502: components["responses"]["BadGatewayOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            504: components["responses"]["GatewayTimeoutOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     raiseAgentApproval: {
@@ -6350,37 +7785,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    title: string;
-                    reasoning: string;
-                    tool_args: {
-                        [key: string]: unknown;
-                    };
-                    trigger: {
-                        [key: string]: unknown;
-                    };
-                    description?: string;
-                    priority?: "urgent" | "high" | "medium" | "low";
-                    due_date?: string | null;
-                    assign_to?: {
-                        type?: "user" | "agent";
-                        /** Format: uuid */
-                        user_uid?: string;
-                        /** Format: uuid */
-                        agent_uid?: string;
-                    } | null;
-                    context_entities?: {
-                        entity_type: "invoice" | "party";
-                        /** Format: uuid */
-                        entity_uid: string;
-                    }[];
-                    /** Format: uuid */
-                    run_uid?: string;
-                };
+                "application/json": components["schemas"]["RaiseAgentApprovalBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6400,19 +7809,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     startAgentRun: {
@@ -6433,19 +7842,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @default manual */
-                    trigger_type?: "manual" | "schedule" | "email_received";
-                    /** @default false */
-                    sandbox?: boolean;
-                    input?: {
-                        [key: string]: unknown;
-                    };
-                };
+                "application/json": components["schemas"]["StartAgentRunBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6465,19 +7866,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listAgentActivities: {
@@ -6519,7 +7920,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6550,19 +7951,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listAgentNotifications: {
@@ -6584,7 +7980,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6628,19 +8024,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     getAgentRun: {
@@ -6659,7 +8050,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6678,19 +8069,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     cancelAgentRun: {
@@ -6711,7 +8097,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6731,19 +8117,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listConversations: {
@@ -6764,7 +8150,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6791,19 +8177,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createConversation: {
@@ -6822,18 +8201,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    subject: string;
-                    channel: "email" | "chat" | "sms" | "phone";
-                    status?: "open" | "pending" | "closed";
-                    party_uid?: string | null;
-                };
+                "application/json": components["schemas"]["CreateConversationBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6853,19 +8225,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getConversation: {
@@ -6884,7 +8254,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6903,19 +8273,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createConversationMessage: {
@@ -6936,19 +8301,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    subject: string;
-                    /** Format: email */
-                    from_email: string;
-                    to: string[];
-                    body_text: string;
-                    /** @default outbound */
-                    direction?: "inbound" | "outbound";
-                };
+                "application/json": components["schemas"]["CreateConversationMessageBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -6968,19 +8325,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     receiveInboundEmail: {
@@ -6999,22 +8356,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /** Format: email */
-                    from_email: string;
-                    to: string[];
-                    subject: string;
-                    body_text: string;
-                    message_id?: string;
-                    /** @description the In-Reply-To header */
-                    in_reply_to?: string;
-                };
+                "application/json": components["schemas"]["ReceiveInboundEmailBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7042,19 +8388,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listMetrics: {
@@ -7075,7 +8419,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7102,19 +8446,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createMetric: {
@@ -7133,25 +8470,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /** @description snake_case, unique within the organization */
-                    uid: string;
-                    name: string;
-                    context_type?: "ORGANIZATION" | "PARTY" | "USER";
-                    description?: string;
-                    formula?: string;
-                    value_type?: "currency" | "percentage" | "days" | "count" | "ratio";
-                    storage_unit?: "raw" | "cents";
-                    is_snapshot?: boolean;
-                    period_definition?: "as_of_date" | "trailing_30_days" | "calendar_month" | "month_to_date";
-                    is_active?: boolean;
-                };
+                "application/json": components["schemas"]["CreateMetricBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7171,19 +8494,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getMetric: {
@@ -7203,7 +8524,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7222,19 +8543,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateMetric: {
@@ -7254,28 +8570,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    name?: string;
-                    description?: string;
-                    formula?: string;
-                    is_active?: boolean;
-                    /** @description immutable: 422 */
-                    uid?: unknown;
-                    /** @description immutable: 422 */
-                    context_type?: unknown;
-                    /** @description immutable: 422 */
-                    value_type?: unknown;
-                    /** @description immutable: 422 */
-                    storage_unit?: unknown;
-                    /** @description immutable: 422 */
-                    is_snapshot?: unknown;
-                    /** @description immutable: 422 */
-                    period_definition?: unknown;
-                };
+                "application/json": components["schemas"]["UpdateMetricBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7294,19 +8593,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     recordMetricValue: {
@@ -7328,27 +8626,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    metric_uid: string;
-                    time_unit?: "day" | "month" | "year";
-                    /**
-                     * Format: date
-                     * @description YYYY-MM-DD
-                     */
-                    metric_date: string;
-                    value: number;
-                    /** @description IANA name; default UTC */
-                    timezone?: string;
-                    _metadata?: {
-                        [key: string]: unknown;
-                    };
-                };
+                "application/json": components["schemas"]["RecordMetricValueBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7368,19 +8650,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     updateMetricValue: {
@@ -7399,27 +8681,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    value?: number;
-                    _metadata?: {
-                        [key: string]: unknown;
-                    };
-                    timezone?: string;
-                    /** @description immutable: 422 */
-                    metric_uid?: unknown;
-                    /** @description immutable: 422 */
-                    entity_uid?: unknown;
-                    /** @description immutable: 422 */
-                    context_type?: unknown;
-                    /** @description immutable: 422 */
-                    time_unit?: unknown;
-                    /** @description immutable: 422 */
-                    metric_date?: unknown;
-                };
+                "application/json": components["schemas"]["UpdateMetricValueBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7438,19 +8704,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listMetricValues: {
@@ -7478,7 +8743,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7505,19 +8770,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     presignKnowledgeUpload: {
@@ -7536,18 +8796,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The file's name, as shown back */
-                    filename: string;
-                    /** Format: uuid */
-                    organization_uid?: string;
-                    /** @description PDF, DOCX, XLSX, PNG or JPEG (interface 2.3) */
-                    content_type: "application/pdf" | "application/vnd.openxmlformats-officedocument.wordprocessingml.document" | "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet" | "image/png" | "image/jpeg";
-                };
+                "application/json": components["schemas"]["PresignKnowledgeUploadBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7578,19 +8831,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     confirmKnowledgeUpload: {
@@ -7609,16 +8860,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** Format: uuid */
-                    knowledge_document_uid: string;
-                    /** Format: uuid */
-                    organization_uid?: string;
-                };
+                "application/json": components["schemas"]["ConfirmKnowledgeUploadBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7641,19 +8887,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getKnowledgeDocument: {
@@ -7672,7 +8917,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7691,19 +8936,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     uploadDocument: {
@@ -7733,7 +8973,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7753,19 +8993,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getDocument: {
@@ -7784,7 +9022,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7803,19 +9041,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     getOrganizationSettings: {
@@ -7834,7 +9067,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7862,19 +9095,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     updateOrganizationSettings: {
@@ -7893,14 +9121,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    segregation_of_duties?: boolean;
-                    require_admin_mfa?: boolean;
-                };
+                "application/json": components["schemas"]["UpdateOrganizationSettingsBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7928,19 +9153,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listAuditEvents: {
@@ -7972,7 +9196,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8004,19 +9228,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listMembers: {
@@ -8038,7 +9256,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8065,19 +9283,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     removeMember: {
@@ -8097,7 +9309,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8125,19 +9337,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     updateMember: {
@@ -8157,13 +9368,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    role: "admin" | "member";
-                };
+                "application/json": components["schemas"]["UpdateMemberBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8182,19 +9391,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listInvitations: {
@@ -8216,7 +9425,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8243,19 +9452,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createInvitation: {
@@ -8276,14 +9479,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email: string;
-                    role: "admin" | "member";
-                };
+                "application/json": components["schemas"]["CreateInvitationBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8303,19 +9503,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            502: components["responses"]["BadGatewayOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     resendInvitation: {
@@ -8337,7 +9537,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8357,19 +9557,20 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            502: components["responses"]["BadGatewayOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     revokeInvitation: {
@@ -8389,7 +9590,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8408,19 +9609,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     getInvitationByToken: {
@@ -8439,7 +9639,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8469,20 +9669,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            410: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            410: components["responses"]["TokenExpiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     acceptInvitation: {
@@ -8501,17 +9697,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    token: string;
-                    /** @description New users only: required */
-                    full_name?: string;
-                    /** @description New users only: required, 12 to 256 characters, not the email address */
-                    password?: string;
-                };
+                "application/json": components["schemas"]["AcceptInvitationBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8541,20 +9731,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            410: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrCsrfFailedOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            410: components["responses"]["TokenExpiredOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listWebhookEndpoints: {
@@ -8575,7 +9764,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8607,19 +9796,13 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createWebhookEndpoint: {
@@ -8640,18 +9823,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description http(s); private, loopback and link-local addresses are refused */
-                    url: string;
-                    description?: string;
-                    /** @description The event types to send; empty or absent: every one */
-                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
-                    enabled?: boolean;
-                };
+                "application/json": components["schemas"]["CreateWebhookEndpointBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description Created */
             201: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8691,19 +9867,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     getWebhookEndpoint: {
@@ -8723,7 +9898,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8742,19 +9917,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     deleteWebhookEndpoint: {
@@ -8774,7 +9944,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8793,19 +9963,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     updateWebhookEndpoint: {
@@ -8825,19 +9993,11 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description http(s); private, loopback and link-local addresses are refused */
-                    url?: string;
-                    description?: string;
-                    /** @description The event types to send; empty or absent: every one */
-                    event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
-                    /** @description true again after an automatic disable */
-                    enabled?: boolean;
-                };
+                "application/json": components["schemas"]["UpdateWebhookEndpointBody"];
             };
         };
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8856,19 +10016,18 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     rotateWebhookEndpointSecret: {
@@ -8890,7 +10049,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8930,19 +10089,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     sendWebhookTestEvent: {
@@ -8964,7 +10123,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -8984,19 +10143,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listWebhookDeliveries: {
@@ -9019,7 +10178,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9051,19 +10210,14 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     resendWebhookDelivery: {
@@ -9085,7 +10239,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description Accepted */
             202: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9105,19 +10259,19 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnIdempotentPost"];
-            401: components["responses"]["ErrorOnIdempotentPost"];
-            403: components["responses"]["ErrorOnIdempotentPost"];
-            404: components["responses"]["ErrorOnIdempotentPost"];
-            409: components["responses"]["ErrorOnIdempotentPost"];
-            413: components["responses"]["ErrorOnIdempotentPost"];
-            415: components["responses"]["ErrorOnIdempotentPost"];
-            422: components["responses"]["ErrorOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["ErrorOnIdempotentPost"];
-            502: components["responses"]["ErrorOnIdempotentPost"];
-            503: components["responses"]["ErrorOnIdempotentPost"];
-            504: components["responses"]["ErrorOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listEvents: {
@@ -9138,7 +10292,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Default Response */
+            /** @description OK */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -9170,19 +10324,12 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["ErrorOnAuthenticatedRoute"];
-            401: components["responses"]["ErrorOnAuthenticatedRoute"];
-            403: components["responses"]["ErrorOnAuthenticatedRoute"];
-            404: components["responses"]["ErrorOnAuthenticatedRoute"];
-            409: components["responses"]["ErrorOnAuthenticatedRoute"];
-            413: components["responses"]["ErrorOnAuthenticatedRoute"];
-            415: components["responses"]["ErrorOnAuthenticatedRoute"];
-            422: components["responses"]["ErrorOnAuthenticatedRoute"];
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
-            500: components["responses"]["ErrorOnAuthenticatedRoute"];
-            502: components["responses"]["ErrorOnAuthenticatedRoute"];
-            503: components["responses"]["ErrorOnAuthenticatedRoute"];
-            504: components["responses"]["ErrorOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     downloadStorageObject: {
@@ -9252,6 +10399,7 @@ export interface operations {
                     "application/xml": string;
                 };
             };
+            414: components["responses"]["UriTooLongOnPublicRoute"];
             /** @description S3's XML error document (AccessDenied, SignatureDoesNotMatch, NoSuchKey, …) */
             416: {
                 headers: {
@@ -9262,6 +10410,8 @@ export interface operations {
                     "application/xml": string;
                 };
             };
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
         };
     };
     uploadStorageObject: {
@@ -9374,6 +10524,7 @@ export interface operations {
                     "application/xml": string;
                 };
             };
+            414: components["responses"]["UriTooLongOnPublicRoute"];
             /** @description S3's XML error document (AccessDenied, SignatureDoesNotMatch, NoSuchKey, …) */
             500: {
                 headers: {
