@@ -1617,7 +1617,11 @@ export interface components {
             organization_uid: string;
             invoice_number: string;
             invoice_type: "ACCOUNTS_RECEIVABLE" | "ACCOUNTS_PAYABLE";
-            status: string;
+            /**
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @enum {string}
+             */
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
             collection_method: "charge_automatically" | "send_invoice";
             issue_date: string | null;
             due_date: string | null;
@@ -1708,7 +1712,11 @@ export interface components {
         InvoiceListItem: {
             /** Format: uuid */
             uid: string;
-            status: string;
+            /**
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @enum {string}
+             */
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
             invoice_number: string;
             issue_date: string | null;
             due_date: string | null;
@@ -1805,9 +1813,12 @@ export interface components {
             /** Format: uuid */
             organization_uid: string;
             title: string;
-            type: string;
-            status: string;
-            priority: string;
+            /** @enum {string} */
+            type: "task" | "hil_approval";
+            /** @enum {string} */
+            status: "todo" | "in_progress" | "in_review" | "done" | "canceled";
+            /** @enum {string} */
+            priority: "urgent" | "high" | "medium" | "low";
             due_date: string | null;
             description: string;
             /** Format: date-time */

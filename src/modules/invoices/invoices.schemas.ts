@@ -1,5 +1,14 @@
 import { Type, type Static } from 'typebox';
-import { Currency, DateTime, Envelope, Nullable, Uuid, dateOrDateTime } from '../../platform/http/schemas.ts';
+import {
+  Currency,
+  DateTime,
+  Envelope,
+  Nullable,
+  Uuid,
+  dateOrDateTime,
+  stringEnum,
+} from '../../platform/http/schemas.ts';
+import { PAYABLE_STATUSES, RECEIVABLE_STATUSES } from './invoice-statuses.ts';
 
 const ContextType = Type.Union([Type.Literal('PRODUCT'), Type.Literal('DISCOUNT')]);
 const InvoiceTypeSchema = Type.Union([Type.Literal('ACCOUNTS_RECEIVABLE'), Type.Literal('ACCOUNTS_PAYABLE')]);
@@ -7,6 +16,11 @@ const CollectionMethod = Type.Union([Type.Literal('charge_automatically'), Type.
 /** A date (`2026-03-05`, read as midnight UTC) or a date-time with a time zone. */
 export const DateOrDateTime = dateOrDateTime({
   description: 'YYYY-MM-DD or an ISO 8601 date-time with time zone',
+});
+/** Every invoice status: receivable (draft … uncollectible) and payable (received … rejected). */
+const InvoiceStatus = stringEnum([...new Set([...RECEIVABLE_STATUSES, ...PAYABLE_STATUSES])], {
+  description:
+    'receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected',
 });
 const Cents = Type.Integer({ minimum: 0, maximum: 1e13 });
 
@@ -71,7 +85,7 @@ export const Invoice = Type.Object(
     organization_uid: Uuid,
     invoice_number: Type.String(),
     invoice_type: InvoiceTypeSchema,
-    status: Type.String(),
+    status: InvoiceStatus,
     collection_method: CollectionMethod,
     issue_date: Nullable(DateTime),
     due_date: Nullable(DateTime),
@@ -122,7 +136,7 @@ export const Invoice = Type.Object(
 export const InvoiceListItem = Type.Object(
   {
     uid: Uuid,
-    status: Type.String(),
+    status: InvoiceStatus,
     invoice_number: Type.String(),
     issue_date: Nullable(DateTime),
     due_date: Nullable(DateTime),

@@ -7,6 +7,7 @@ import {
   PageMeta,
   Uuid,
   pageQuery,
+  stringEnum,
 } from '../../platform/http/schemas.ts';
 import { TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
 
@@ -65,9 +66,9 @@ export const WorkTask = Type.Object(
     uid: Uuid,
     organization_uid: Uuid,
     title: Type.String(),
-    type: Type.String(),
-    status: Type.String(),
-    priority: Type.String(),
+    type: stringEnum(TASK_TYPES),
+    status: stringEnum(TASK_STATUSES),
+    priority: stringEnum(TASK_PRIORITIES),
     due_date: Nullable(Type.String()),
     description: Type.String(),
     created_at: DateTime,

@@ -18,6 +18,12 @@ export const dateOrDateTime = (options: TStringOptions = {}) =>
     ],
   });
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+/**
+ * A response string that is one of a closed list, as a string with an `enum` (not a union of
+ * literals): generated clients type it as the union, and the serializer writes a plain string.
+ */
+export const stringEnum = <T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options });
 /** One of a closed list of strings (an enum written as literals, as OpenAPI shows them). */
 export const literals = <T extends readonly string[]>(values: T) =>
   Type.Union(values.map((v) => Type.Literal(v)));
