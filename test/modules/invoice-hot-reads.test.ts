@@ -577,7 +577,7 @@ describe('GET /api/invoices/{uid} (one prepared statement)', () => {
     const invoiceStatements = statements.filter((s) => /invoice/i.test(s.text));
     expect(invoiceStatements, JSON.stringify(statements.map((s) => s.text))).toHaveLength(1);
     const [read] = invoiceStatements;
-    expect(read!.text).toContain('string_agg');
+    expect(read!.text).toContain('json_agg');
     if (engine === 'postgres') expect(read!.name).toMatch(/^remit_read_invoice_v\d+$/);
     // Row-level security applies: the statement runs as the tenant role of the caller's organizations.
     const role = read!.role;

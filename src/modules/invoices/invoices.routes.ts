@@ -1,4 +1,4 @@
-import { envelope, envelopeJson } from '../../platform/http/envelope.ts';
+import { envelope } from '../../platform/http/envelope.ts';
 import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
@@ -69,17 +69,8 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       },
       config: { ...read, errors: ['not_found'] },
     },
-    // Sent as the text the statement wrote (a string with a JSON content type is not serialized again):
-    // the same bytes as the schema's serializer, proven in test/modules/invoice-hot-reads.test.ts.
-    async (request, reply) =>
-      reply
-        .type('application/json; charset=utf-8')
-        .send(
-          envelopeJson(
-            await service.readInvoiceJson(deps.database, request.tenant(), request.params.uid),
-            'Invoice',
-          ) as never,
-        ),
+    async (request) =>
+      envelope(await service.readInvoice(deps.database, request.tenant(), request.params.uid), 'Invoice'),
   );
 
   app.put(

@@ -1,5 +1,5 @@
 import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
-import { readInvoiceJson as readInvoiceJsonRow } from './invoice-read.repository.ts';
+import { readInvoiceView } from './invoice-read.repository.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
@@ -445,17 +445,18 @@ export async function getInvoice(db: Db, ctx: RequestContext, uid: string): Prom
   return viewOf(db, await getInvoiceRow(db, ctx, uid));
 }
 
-/**
- * GET /api/invoices/{uid}: the same view as getInvoice, as the JSON text of the `Invoice` schema,
- * read and written by one prepared statement (invoice-read.repository.ts).
- */
-export async function readInvoiceJson(database: Database, ctx: RequestContext, uid: string): Promise<string> {
-  const found = await readInvoiceJsonRow(database, memberOrganizationUids(ctx), uid);
-  // The same rule as every other path, checked on what the one statement read (with its assignees).
-  if (!found || !mayRead(invoiceReader(ctx.principal), found, found.assigneeUids)) {
+/** GET /api/invoices/{uid}: the same view as getInvoice, read in one prepared statement. */
+export async function readInvoice(
+  database: Database,
+  ctx: RequestContext,
+  uid: string,
+): Promise<InvoiceView> {
+  const found = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
+  // The same rule as every other path, checked on the row the one statement read (with its assignees).
+  if (!found || !mayRead(invoiceReader(ctx.principal), found.row, found.assigneeUids)) {
     throw notFound('Invoice');
   }
-  return found.json;
+  return found.view;
 }
 
 /**
