@@ -46,6 +46,13 @@ const client = (request: FastifyRequest): service.ClientInfo => ({
 
 const NO_STORE = 'no-store';
 
+/**
+ * The person's own account (sessions, password, second factor), not an organization's work: the
+ * Idempotency-Key clients send with every POST is accepted and nothing is kept (IdempotencyMode `none`,
+ * src/platform/http/idempotency.ts).
+ */
+const PERSONAL = { idempotency: 'none' } as const;
+
 export async function signInRoutes(app: App, deps: AppDeps) {
   const signIn: service.SignInDeps = {
     database: deps.database,
@@ -104,6 +111,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-out',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'signOut',
         tags,
@@ -185,6 +193,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sessions/revoke-all',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'revokeAllSessions',
         tags,
@@ -207,6 +216,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/password',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'changePassword',
         tags,
@@ -330,6 +340,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/totp/setup',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'setUpTotp',
         tags,
@@ -349,6 +360,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/totp/enable',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'enableTotp',
         tags,
@@ -366,6 +378,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/totp/disable',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'disableTotp',
         tags,
