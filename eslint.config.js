@@ -17,11 +17,21 @@ const MODULE_RULES = [
 
 export default tseslint.config(
   {
-    ignores: ['node_modules/', 'dist/', 'packages/*/dist/', 'data/', 'migrations/', 'bench/results/', 'bin/'],
+    ignores: [
+      'node_modules/',
+      'dist/',
+      'packages/*/dist/',
+      'web/dist/',
+      'data/',
+      'migrations/',
+      'bench/results/',
+      'bin/',
+    ],
   },
   ...tseslint.configs.recommended,
   {
-    files: ['**/*.ts'],
+    // The console's sources (web/src, React) are type-checked with web/tsconfig.json, the nearest one.
+    files: ['**/*.ts', '**/*.tsx'],
     languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
     rules: {
       '@typescript-eslint/no-floating-promises': 'error',

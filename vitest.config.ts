@@ -8,6 +8,8 @@ import { defineConfig } from 'vitest/config';
  * global tracer or patched modules — is named `*.isolated.test.ts` and gets a process of its own.
  */
 const ISOLATED = ['src/**/*.isolated.test.ts', 'test/**/*.isolated.test.ts'];
+/** The browser tests run on their own (`npm run test:e2e`, vitest.e2e.config.ts), never in `npm test`. */
+const E2E = ['test/e2e/**'];
 
 export default defineConfig({
   test: {
@@ -23,8 +25,14 @@ export default defineConfig({
         extends: true,
         test: {
           name: 'shared',
-          include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
-          exclude: ISOLATED,
+          include: [
+            'src/**/*.test.ts',
+            'test/**/*.test.ts',
+            'packages/*/test/**/*.test.ts',
+            // The console's pure logic (web/src); its pages are tested in a browser by `npm run test:e2e`.
+            'web/src/**/*.test.ts',
+          ],
+          exclude: [...ISOLATED, ...E2E],
           isolate: false,
         },
       },

@@ -1,5 +1,5 @@
 // `npm run build`: bundles the server, the CLI and the extraction thread into dist/ with esbuild, one
-// file per entry point plus shared chunks. A bundle starts faster than tsc's one file per module: Node 20
+// file per entry point plus shared chunks, then builds the console into web/dist (build-console.mjs). A bundle starts faster than tsc's one file per module: Node 20
 // has no compile cache, and resolving and reading Fastify's, Ajv's and our ≈ 150 files was a third of a
 // start (docs/performance.md#start-and-footprint). Type checking is `npm run typecheck`, not the build.
 import { spawn } from 'node:child_process';
@@ -8,6 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { buildConsole, describeFirstLoad } from './build-console.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /**
@@ -139,4 +140,9 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const started = Date.now();
   await bundle();
   process.stdout.write(`dist/ bundled in ${Date.now() - started} ms\n`);
+  const consoleStarted = Date.now();
+  const firstLoad = await buildConsole();
+  process.stdout.write(
+    `web/dist built in ${Date.now() - consoleStarted} ms; ${describeFirstLoad(firstLoad)}\n`,
+  );
 }

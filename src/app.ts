@@ -1,10 +1,12 @@
 import crypto from 'node:crypto';
+import path from 'node:path';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { registerDbRole } from './platform/http/db-role.ts';
 import { registerSecurityHeaders } from './platform/http/security-headers.ts';
+import { registerConsole } from './platform/http/console.ts';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
 import {
@@ -129,7 +131,12 @@ type ValidatorFactory = NonNullable<
 
 export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** The built console (`npm run build` writes web/dist); a test may serve a folder of its own. */
+  consoleDir?: string;
 }
+
+/** web/dist beside src/ (tsx) or dist/ (the bundle): both are one level below the repository. */
+const DEFAULT_CONSOLE_DIR = path.resolve(import.meta.dirname, '../web/dist');
 
 /** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
@@ -352,6 +359,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   // With a metrics port of its own, the API's port does not serve them (server.ts starts that one).
   const { token, port } = deps.config.metrics;
   if (metrics.enabled && token !== undefined && port === undefined) metricsRoute(app, metrics, token);
+  // The console is a client of the routes above, served as static files (docs/console.md).
+  await registerConsole(app, { root: options.consoleDir ?? DEFAULT_CONSOLE_DIR });
 
   return app;
 }

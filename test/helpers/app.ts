@@ -37,6 +37,8 @@ export interface TestAppOptions {
   logStream?: { write(line: string): void };
   /** Extra routes or hooks a test needs, registered before the app is ready. */
   beforeReady?: (app: App, deps: AppDeps) => void;
+  /** A console build of the test's own to serve at /app (default: web/dist, whatever is built there). */
+  consoleDir?: string;
 }
 
 /** The real app over a fresh, migrated database of its own. */
@@ -73,6 +75,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   };
   const app = await buildApp(deps, {
     logger: options.logStream ? loggerOptions('trace', options.logStream) : false,
+    ...(options.consoleDir ? { consoleDir: options.consoleDir } : {}),
   });
   options.beforeReady?.(app, deps);
   // What every route answers is recorded for the end-of-run checks (test/helpers/route-records.ts).

@@ -13,7 +13,12 @@ function decoded(raw: string): string {
 
 /** Every message the app wrote to its outbox for `to`, oldest first. */
 export function outboxMessages(t: TestApp, to: string): string[] {
-  const dir = path.join(t.config.dataDir, 'outbox');
+  return outboxMessagesIn(t.config.dataDir, to);
+}
+
+/** The same for a process's DATA_DIR (a server started by the test). */
+export function outboxMessagesIn(dataDir: string, to: string): string[] {
+  const dir = path.join(dataDir, 'outbox');
   if (!fs.existsSync(dir)) return [];
   return fs
     .readdirSync(dir)
@@ -25,7 +30,12 @@ export function outboxMessages(t: TestApp, to: string): string[] {
 
 /** The token of the newest link to `pathname` emailed to `to`. */
 export function emailedToken(t: TestApp, to: string, pathname: string): string {
-  const messages = outboxMessages(t, to);
+  return emailedTokenIn(t.config.dataDir, to, pathname);
+}
+
+/** The same for a process's DATA_DIR (a server started by the test). */
+export function emailedTokenIn(dataDir: string, to: string, pathname: string): string {
+  const messages = outboxMessagesIn(dataDir, to);
   for (const text of messages.reverse()) {
     const match = new RegExp(`${pathname}\\?token=([\\w-]+)`).exec(text);
     if (match) return match[1]!;

@@ -175,6 +175,48 @@ describe('idempotency with a session', () => {
     const separate = await other.call('POST', '/api/parties', { headers, body });
     expect(separate.body.data.uid).not.toBe(first.body.data.uid);
   });
+
+  it("the person's own routes take the key clients send with every POST, and keep nothing", async () => {
+    // Sessions, password and second factor are the person's, written as the service: no organization's
+    // request transaction may hold them (it once answered 500), and nothing is stored to replay.
+    const email = p.orgB.admin.email;
+    await setPasswordByEmail(t, email, PASSWORD);
+    const key = (name: string) => ({ 'idempotency-key': `${name}-${Date.now()}` });
+    const browser = await signIn(t, email, PASSWORD);
+    const setup = await browser.call('POST', '/api/auth/totp/setup', { headers: key('setup') });
+    expect(setup.status, setup.raw).toBe(200);
+    const code = totpCode(setup.body.data.secret as string);
+    const enabled = await browser.call('POST', '/api/auth/totp/enable', {
+      headers: key('on'),
+      body: { code },
+    });
+    expect(enabled.status, enabled.raw).toBe(200);
+    const disabled = await browser.call('POST', '/api/auth/totp/disable', {
+      headers: key('off'),
+      body: { password: PASSWORD },
+    });
+    expect(disabled.status, disabled.raw).toBe(200);
+    const newPassword = `${PASSWORD} again`;
+    const changed = await browser.call('POST', '/api/auth/password', {
+      headers: key('password'),
+      body: { current_password: PASSWORD, new_password: newPassword },
+    });
+    expect(changed.status, changed.raw).toBe(200);
+
+    const current = await signIn(t, email, newPassword);
+    const other = await signIn(t, email, newPassword);
+    const everywhere = await current.call('POST', '/api/auth/sessions/revoke-all', {
+      headers: key('everywhere'),
+      body: { keep_current: true },
+    });
+    expect(everywhere.status, everywhere.raw).toBe(200);
+    expectErrorBody(await other.call('GET', '/api/me'), 401);
+    const signOut = key('sign-out');
+    const out = await current.call('POST', '/api/auth/sign-out', { headers: signOut });
+    expect(out.status, out.raw).toBe(200);
+    // The same key again is not a replay: the session has ended.
+    expectErrorBody(await current.call('POST', '/api/auth/sign-out', { headers: signOut }), 401);
+  });
 });
 
 describe('sessions: list, revoke, sign out, expiry', () => {

@@ -6,6 +6,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { buildApp } from '../../src/app.ts';
 import { loggerOptions } from '../../src/platform/logging.ts';
+import { CONSOLE_PREFIX, EMAILED_LINK_PAGES } from '../../src/platform/http/console.ts';
 import { STATEMENT_TIMEOUT_MS } from '../helpers/test-database.ts';
 
 let t: TestApp;
@@ -73,9 +74,14 @@ describe('GET /api/openapi.json', () => {
       'DELETE /api/api-keys/{uid}',
     ];
     for (const route of expected) expect(documented).toContain(route);
-    // And nothing registered is left out (bar HEAD twins and the docs page's own assets).
+    // And nothing registered is left out (bar HEAD twins, the docs page's own assets, and the console's
+    // pages: static files, test/platform/console.test.ts).
+    const isConsole = (url: string) =>
+      url === CONSOLE_PREFIX ||
+      url.startsWith(`${CONSOLE_PREFIX}/`) ||
+      (EMAILED_LINK_PAGES as readonly string[]).includes(url);
     const undocumented = t.app.routeList
-      .filter((r) => r.method !== 'HEAD' && !r.url.startsWith('/docs'))
+      .filter((r) => r.method !== 'HEAD' && !r.url.startsWith('/docs') && !isConsole(r.url))
       .map((r) => `${r.method} ${r.url.replace(/:([A-Za-z_]+)/g, '{$1}').replace(/\*$/, '{key}')}`)
       .filter((r) => !documented.has(r));
     expect(undocumented).toEqual([]);

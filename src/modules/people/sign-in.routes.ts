@@ -46,6 +46,13 @@ const client = (request: FastifyRequest): service.ClientInfo => ({
 
 const NO_STORE = 'no-store';
 
+/**
+ * The person's own account (sessions, password, second factor), not an organization's work: the
+ * Idempotency-Key clients send with every POST is accepted and nothing is kept (IdempotencyMode `none`,
+ * src/platform/http/idempotency.ts).
+ */
+const PERSONAL = { idempotency: 'none' } as const;
+
 export async function signInRoutes(app: App, deps: AppDeps) {
   const signIn: service.SignInDeps = {
     database: deps.database,
@@ -104,6 +111,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-out',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'signOut',
         tags,
@@ -187,6 +195,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sessions/revoke-all',
     {
+      config: PERSONAL,
       schema: {
         operationId: 'revokeAllSessions',
         tags,
@@ -219,7 +228,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         ),
         response: { 200: Envelope(Done), ...errorResponses },
       },
-      config: { errors: ['invalid_credentials', 'rate_limited'] },
+      config: { ...PERSONAL, errors: ['invalid_credentials', 'rate_limited'] },
     },
     async (request, reply) => {
       const opened = await service.changePassword(
@@ -352,7 +361,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
           ...errorResponses,
         },
       },
-      config: { errors: ['session_required', 'not_found', 'conflict'] },
+      config: { ...PERSONAL, errors: ['session_required', 'not_found', 'conflict'] },
     },
     async (request, reply) => {
       reply.header('Cache-Control', NO_STORE);
@@ -370,7 +379,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         body: Type.Object({ code: TotpCode }, { additionalProperties: false }),
         response: { 200: Envelope(Done), ...errorResponses },
       },
-      config: { errors: ['session_required', 'invalid_state', 'conflict'] },
+      config: { ...PERSONAL, errors: ['session_required', 'invalid_state', 'conflict'] },
     },
     async (request) => {
       await service.enableTotp(signIn, request.principal!, request.body.code);
@@ -391,7 +400,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         ),
         response: { 200: Envelope(Done), ...errorResponses },
       },
-      config: { errors: ['session_required', 'invalid_state', 'invalid_credentials'] },
+      config: { ...PERSONAL, errors: ['session_required', 'invalid_state', 'invalid_credentials'] },
     },
     async (request) => {
       await service.disableTotp(signIn, request.principal!, request.body);

@@ -76,8 +76,12 @@ interface StoredResponse {
  * request's transaction opens before the handler and holds every write it makes. `deferred`: for routes
  * that call an outside service (object storage, chat, a model) before they write; the transaction opens
  * at the handler's first `db.transaction()`, and such a route must make all its writes inside it.
+ * `none`: the key is accepted and nothing is kept, for routes about the signed-in person rather than an
+ * organization (their sessions, password, second factor): they write the person's own tables as the
+ * service, which a request transaction (the tenant role) may not touch, and their answers (a new session,
+ * a TOTP secret) must not be stored to be replayed.
  */
-export type IdempotencyMode = 'transaction' | 'deferred';
+export type IdempotencyMode = 'transaction' | 'deferred' | 'none';
 
 // The longest a unit of work holds its transaction waiting for its answer; past this it rolls back (the
 // client never got an answer, so its retry finds no trace of this attempt).
@@ -276,6 +280,7 @@ async function idempotencyPlugin(app: FastifyInstance, options: { db: Db }) {
   const claimOrReplay = async (request: FastifyRequest, reply: FastifyReply) => {
     // A session of a user with no organization has nowhere to keep a response (and no route to call).
     if (request.method !== 'POST' || !request.principal?.credential.organizationUid) return;
+    if (request.routeOptions.config.idempotency === 'none') return;
     const header = request.headers['idempotency-key'];
     if (header === undefined) return;
     if (typeof header !== 'string' || header.length === 0 || header.length > 255) {

@@ -1,0 +1,92 @@
+import { useEffect, type ComponentType } from 'react';
+import { ApprovalsProvider } from './approvals.tsx';
+import { Shell } from './components/shell.tsx';
+import { Empty, Loading, Problem, useDocumentTitle } from './components/states.tsx';
+import { AcceptInvitationPage } from './pages/accept-invitation.tsx';
+import { InboxPage } from './pages/inbox.tsx';
+import { ForgotPasswordPage, ResetPasswordPage } from './pages/password-reset.tsx';
+import { SignInLinkPage } from './pages/sign-in-link.tsx';
+import { SignInPage } from './pages/sign-in.tsx';
+import { Link, navigate, useLocation } from './router.tsx';
+import { SessionProvider, useSession } from './session.tsx';
+
+/** Pages anyone may open: signing in, and the pages Remit's emails link to. */
+const PUBLIC_PAGES: Record<string, ComponentType> = {
+  '/sign-in': SignInPage,
+  '/forgot-password': ForgotPasswordPage,
+  '/reset-password': ResetPasswordPage,
+  '/accept-invitation': AcceptInvitationPage,
+  '/sign-in-link': SignInLinkPage,
+};
+
+export function App() {
+  return (
+    <SessionProvider>
+      <Pages />
+    </SessionProvider>
+  );
+}
+
+function Pages() {
+  const { path } = useLocation();
+  const { session } = useSession();
+  const Public = PUBLIC_PAGES[path];
+  if (Public) return <Public />;
+  if (session.status === 'loading') {
+    return (
+      <main className="auth" id="main">
+        <Loading label="Loading…" />
+      </main>
+    );
+  }
+  if (session.status === 'error') {
+    return (
+      <main className="auth" id="main">
+        <h1 className="visually-hidden">Remit</h1>
+        <Problem title="The console could not start" message={session.message} onRetry={session.retry} />
+      </main>
+    );
+  }
+  if (session.status === 'signed-out') return <ToSignIn path={path} />;
+  return (
+    <ApprovalsProvider key={session.organization.organization_uid}>
+      <Shell>
+        <SignedInPage path={path} />
+      </Shell>
+    </ApprovalsProvider>
+  );
+}
+
+function ToSignIn({ path }: { path: string }) {
+  useEffect(() => {
+    const here = `/app${path}${window.location.search}`;
+    navigate(
+      path === '' || path === '/inbox' ? '/app/sign-in' : `/app/sign-in?next=${encodeURIComponent(here)}`,
+      {
+        replace: true,
+      },
+    );
+  }, [path]);
+  return null;
+}
+
+function SignedInPage({ path }: { path: string }) {
+  if (path === '' || path === '/inbox') return <InboxPage uid={undefined} />;
+  const task = /^\/inbox\/([0-9a-f-]{36})$/i.exec(path);
+  if (task) return <InboxPage uid={task[1]} />;
+  return <NotFound />;
+}
+
+function NotFound() {
+  useDocumentTitle('Page not found');
+  return (
+    <div className="page">
+      <h1>Page not found</h1>
+      <Empty title="There is no such page in the console.">
+        <p>
+          <Link to="/app/inbox">Go to the approvals</Link>
+        </p>
+      </Empty>
+    </div>
+  );
+}

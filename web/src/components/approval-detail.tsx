@@ -1,0 +1,328 @@
+import { useId, useImperativeHandle, useRef, useState, type Ref } from 'react';
+import { useApprovals, type Departure } from '../approvals.tsx';
+import { codeOf, problemOf, type WorkTask } from '../api.ts';
+import { formatAgo, formatDateTime } from '../format.ts';
+import { Link } from '../router.tsx';
+import { useSignedIn } from '../session.tsx';
+import { TOOL_MEMBER, type Args } from '../tool-args.ts';
+import { ApprovalContext, Deciders } from './approval-context.tsx';
+import { ArgsDiff, ArgsEditor, ArgsView, useArgsEditor } from './args.tsx';
+
+/** What the inbox's keyboard shortcuts ask of the approval on screen. */
+export interface DetailHandle {
+  approve(): void;
+  edit(): void;
+  focusReason(): void;
+}
+
+export interface Decided {
+  task: WorkTask;
+  how: Departure['how'];
+}
+
+const EMPTY: Args = {};
+
+export function toolOf(task: WorkTask): string {
+  const tool = task.tool_args?.[TOOL_MEMBER];
+  return typeof tool === 'string' && tool !== '' ? tool : 'an action';
+}
+
+/** `Approved by Ada Lovelace`, or `approved by Ada Lovelace` inside a sentence. */
+export function decisionText(task: WorkTask, inSentence = false): string {
+  const who = task.resolved_by?.user_name || 'someone';
+  const verb = task.resolution === 'rejected' ? 'rejected' : 'approved';
+  return `${inSentence ? verb : verb[0]!.toUpperCase() + verb.slice(1)} by ${who}`;
+}
+
+/**
+ * One approval: what the agent wants to do and why, the context, and the decision. A pending approval
+ * can be approved as proposed, edited then approved, or rejected with a reason; one that has been
+ * decided (here, elsewhere, or first by someone else) says by whom.
+ */
+export function ApprovalDetail({
+  task,
+  departure,
+  onDecided,
+  ref,
+}: {
+  task: WorkTask;
+  departure: Departure | undefined;
+  onDecided(decided: Decided): void;
+  ref?: Ref<DetailHandle>;
+}) {
+  const { client } = useSignedIn();
+  const { settle } = useApprovals();
+  const [mode, setMode] = useState<'view' | 'edit'>('view');
+  const proposed = task.tool_args ?? EMPTY;
+  const editor = useArgsEditor(proposed);
+  const [reason, setReason] = useState('');
+  const [reasonError, setReasonError] = useState<string>();
+  const [busy, setBusy] = useState<'approve' | 'reject' | null>(null);
+  const [problem, setProblem] = useState<string>();
+  const reasonInput = useRef<HTMLTextAreaElement>(null);
+  const firstEditorInput = useRef<HTMLDivElement>(null);
+  const titleId = useId();
+  const reasonId = `${titleId}-reason`;
+
+  const resolved = Boolean(task.resolution);
+  const changeCount = Object.keys(editor.changes).length;
+
+  const decide = async (action: 'approve' | 'reject', toolArgs?: Args) => {
+    if (busy || resolved) return;
+    setBusy(action);
+    setProblem(undefined);
+    const note = reason.trim();
+    try {
+      const { data } = await client.PATCH('/api/work-tasks/{task_uid}', {
+        params: { path: { task_uid: task.uid } },
+        body: {
+          action,
+          ...(toolArgs ? { tool_args: toolArgs } : {}),
+          ...(note ? { resolution_note: note } : {}),
+        },
+      });
+      settle(data, 'mine');
+      onDecided({ task: data, how: 'mine' });
+    } catch (error) {
+      const code = codeOf(error);
+      if (code === 'already_resolved') {
+        // Someone (another person, another tab) decided first: say who, never an error page.
+        try {
+          const { data } = await client.GET('/api/work-tasks/{task_uid}', {
+            params: { path: { task_uid: task.uid } },
+          });
+          settle(data, 'conflict');
+          onDecided({ task: data, how: 'conflict' });
+        } catch (readError) {
+          setProblem(problemOf(readError));
+        }
+      } else if (code === 'not_found') {
+        settle(task, 'gone');
+        onDecided({ task, how: 'gone' });
+      } else {
+        setProblem(problemOf(error));
+      }
+    } finally {
+      setBusy(null);
+    }
+  };
+
+  const approve = () => {
+    if (mode === 'edit') {
+      if (!editor.edited || changeCount === 0) {
+        setProblem(
+          editor.edited
+            ? 'Nothing is edited yet: change a value, or approve as proposed.'
+            : 'Fix the marked values first.',
+        );
+        return;
+      }
+      void decide('approve', editor.changes);
+    } else {
+      void decide('approve');
+    }
+  };
+  const reject = () => {
+    if (!reason.trim()) {
+      setReasonError('Give a reason: the agent and the people following it will see why.');
+      reasonInput.current?.focus();
+      reasonInput.current?.scrollIntoView({ block: 'center' });
+      return;
+    }
+    void decide('reject');
+  };
+  const startEditing = () => {
+    setMode('edit');
+    setProblem(undefined);
+    // After the editor renders.
+    window.requestAnimationFrame(() =>
+      firstEditorInput.current
+        ?.querySelector<HTMLElement>('input:not([type=checkbox]), textarea, input')
+        ?.focus(),
+    );
+  };
+
+  useImperativeHandle(ref, () => ({
+    approve: () => !resolved && approve(),
+    edit: () => !resolved && startEditing(),
+    focusReason: () => {
+      if (resolved) return;
+      reasonInput.current?.focus();
+      reasonInput.current?.scrollIntoView({ block: 'center' });
+    },
+  }));
+
+  const origin =
+    task.origin.type === 'agent' ? task.origin.agent_name || 'An agent' : task.origin.user_name || 'Someone';
+  return (
+    <article className="detail" aria-labelledby={titleId}>
+      <Link to="/app/inbox" className="back-link">
+        ← All approvals
+      </Link>
+      <header className="detail-header">
+        <p className="eyebrow">
+          <strong>{origin}</strong> asks to run <code>{toolOf(task)}</code>
+        </p>
+        <h2 id={titleId}>{task.title}</h2>
+        <p className="meta">
+          <span className={`priority priority-${task.priority}`}>{task.priority} priority</span> · raised{' '}
+          <time dateTime={task.created_at} title={formatDateTime(task.created_at)}>
+            {formatAgo(task.created_at)}
+          </time>
+          {typeof task.trigger?.type === 'string' && <> · after {task.trigger.type.replace(/_/g, ' ')}</>}
+        </p>
+      </header>
+
+      {resolved && <Outcome task={task} departure={departure} />}
+
+      {task.reasoning && (
+        <section className="panel" aria-labelledby={`${titleId}-why`}>
+          <h3 id={`${titleId}-why`}>Why</h3>
+          <p className="reasoning">{task.reasoning}</p>
+        </section>
+      )}
+
+      <section className="panel" aria-labelledby={`${titleId}-action`}>
+        <h3 id={`${titleId}-action`}>{resolved ? 'Action as decided' : 'Proposed action'}</h3>
+        {mode === 'edit' && !resolved ? (
+          <div ref={firstEditorInput}>
+            <ArgsEditor editor={editor} idPrefix={`${titleId}-arg`} />
+            <h4>Changes</h4>
+            <ArgsDiff proposed={proposed} changes={editor.changes} />
+          </div>
+        ) : (
+          <ArgsView args={proposed} />
+        )}
+      </section>
+
+      <ApprovalContext task={task} />
+      {!resolved && <Deciders task={task} />}
+
+      {!resolved && (
+        <section className="panel decision" aria-labelledby={`${titleId}-decision`}>
+          <h3 id={`${titleId}-decision`}>Decision</h3>
+          <div className="field reject-field">
+            <label htmlFor={reasonId}>Reason</label>
+            <p className="field-hint" id={`${reasonId}-hint`}>
+              Needed to reject; sent as a note when you approve.
+            </p>
+            <textarea
+              id={reasonId}
+              ref={reasonInput}
+              rows={2}
+              aria-keyshortcuts="r"
+              aria-invalid={reasonError ? true : undefined}
+              aria-describedby={`${reasonId}-hint${reasonError ? ` ${reasonId}-error` : ''}`}
+              value={reason}
+              onChange={(e) => {
+                setReason(e.target.value);
+                setReasonError(undefined);
+              }}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) {
+                  e.preventDefault();
+                  reject();
+                } else if (e.key === 'Escape') {
+                  e.currentTarget.blur();
+                }
+              }}
+            />
+            {reasonError && (
+              <p className="field-error" id={`${reasonId}-error`}>
+                {reasonError}
+              </p>
+            )}
+          </div>
+          {problem && (
+            <p className="form-problem" role="alert">
+              {problem}
+            </p>
+          )}
+        </section>
+      )}
+
+      {!resolved && (
+        // The actions stay in view (at the bottom of a tall screen) while the context scrolls under them.
+        <div className="action-bar" role="group" aria-label="Decide">
+          {mode === 'edit' ? (
+            <>
+              <button
+                type="button"
+                className="button button-primary"
+                disabled={busy !== null}
+                onClick={approve}
+              >
+                {busy === 'approve'
+                  ? 'Approving…'
+                  : `Approve with edits${changeCount ? ` (${changeCount})` : ''}`}
+              </button>
+              <button
+                type="button"
+                className="button"
+                disabled={busy !== null}
+                onClick={() => {
+                  setMode('view');
+                  setProblem(undefined);
+                }}
+              >
+                Discard edits
+              </button>
+            </>
+          ) : (
+            <>
+              <button
+                type="button"
+                className="button button-primary"
+                disabled={busy !== null}
+                aria-keyshortcuts="a"
+                onClick={approve}
+              >
+                {busy === 'approve' ? 'Approving…' : 'Approve'}
+              </button>
+              <button
+                type="button"
+                className="button"
+                disabled={busy !== null}
+                aria-keyshortcuts="e"
+                onClick={startEditing}
+              >
+                Edit and approve
+              </button>
+            </>
+          )}
+          <button type="button" className="button button-danger" disabled={busy !== null} onClick={reject}>
+            {busy === 'reject' ? 'Rejecting…' : 'Reject'}
+          </button>
+        </div>
+      )}
+    </article>
+  );
+}
+
+function Outcome({ task, departure }: { task: WorkTask; departure: Departure | undefined }) {
+  const at = task.resolved_at;
+  return (
+    <div
+      className={`outcome outcome-${task.resolution === 'rejected' ? 'rejected' : 'approved'}`}
+      role="status"
+    >
+      {departure?.how === 'conflict' && (
+        <p>
+          <strong>Your decision was not recorded:</strong> this approval had already been decided.
+        </p>
+      )}
+      <p>
+        <strong>{decisionText(task)}</strong>
+        {at && (
+          <>
+            {' '}
+            <time dateTime={at} title={formatDateTime(at)}>
+              {formatAgo(at)}
+            </time>
+          </>
+        )}
+        {task.resolution_note && <> — “{task.resolution_note}”</>}
+      </p>
+    </div>
+  );
+}
