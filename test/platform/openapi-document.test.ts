@@ -204,12 +204,28 @@ describe('the OpenAPI document’s headers', () => {
     ).toEqual([]);
   });
 
+  // A person's own session routes (sign-out, password, TOTP…) ignore the key: nothing is replayed.
+  const KEYLESS = [
+    'signOut',
+    'revokeAllSessions',
+    'changePassword',
+    'setUpTotp',
+    'enableTotp',
+    'disableTotp',
+  ];
+
   it('Idempotency-Key on every POST that is not public, and nowhere else', () => {
     const bad = operations.filter(({ name, op }) => {
       const isPublic = Array.isArray(op.security) && op.security.length === 0;
-      return parametersOf(op).includes('Idempotency-Key') !== (name.startsWith('POST ') && !isPublic);
+      const keyless = KEYLESS.includes(op.operationId!);
+      return (
+        parametersOf(op).includes('Idempotency-Key') !== (name.startsWith('POST ') && !isPublic && !keyless)
+      );
     });
     expect(bad.map((o) => o.name)).toEqual([]);
+    const signOut = operations.find(({ op }) => op.operationId === 'signOut')!.op;
+    expect(parametersOf(signOut)).not.toContain('Idempotency-Key');
+    expect(JSON.stringify(signOut.responses)).not.toMatch(/Idempotent|idempotency_key/i);
     expect(parametersOf(doc.paths['/api/invoices']!.post!)).toContain('Idempotency-Key');
     expect(headersOf(doc.paths['/api/invoices']!.post!, '422')).toContain('Original-Request');
   });

@@ -3014,6 +3014,26 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `conflict`: the resource changed meanwhile; send the request again
+         */
+        ConflictOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
          *     - `already_exists`: a duplicate of something that must be unique
          *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
          */
@@ -3036,46 +3056,20 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `conflict`: the resource changed meanwhile; send the request again
-         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
-         */
-        ConflictOrIdempotencyKeyInUseOnIdempotentPost: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "conflict" | "idempotency_key_in_use";
-                };
-            };
-        };
-        /**
-         * @description Conflict: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `conflict`: the resource changed meanwhile; send the request again
          *     - `invalid_state`: the resource’s current state does not allow this
-         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
          */
-        ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+        ConflictOrInvalidStateOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
                 [name: string]: unknown;
             };
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "conflict" | "invalid_state" | "idempotency_key_in_use";
+                    code: "conflict" | "invalid_state";
                 };
             };
         };
@@ -3490,39 +3484,14 @@ export interface components {
          *
          *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
          *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
-         */
-        NotAMemberOrCsrfFailedOnIdempotentPost: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "not_a_member" | "csrf_failed";
-                };
-            };
-        };
-        /**
-         * @description Forbidden: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
-         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
          *     - `session_required`: only a person signed in (a session) may do this, not an API key
          */
-        NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost: {
+        NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
                 [name: string]: unknown;
             };
             content: {
@@ -4049,14 +4018,12 @@ export interface components {
          *     - `unauthorized`: no valid API key or session: missing, malformed, unknown, expired or revoked
          *     - `invalid_credentials`: the email and password (or the TOTP code) are not right
          */
-        UnauthorizedOrInvalidCredentialsOnIdempotentPost: {
+        UnauthorizedOrInvalidCredentialsOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                 "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
                 [name: string]: unknown;
             };
             content: {
@@ -4517,8 +4484,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -4532,7 +4497,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4547,17 +4511,15 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
-            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     getSession: {
@@ -4753,8 +4715,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -4772,7 +4732,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4787,17 +4746,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
-            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     changePassword: {
@@ -4808,8 +4766,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -4827,7 +4783,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4842,17 +4797,16 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnIdempotentPost"];
-            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     requestPasswordReset: {
@@ -5075,8 +5029,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -5090,7 +5042,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5106,18 +5057,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
-            404: components["responses"]["NotFoundOnIdempotentPost"];
-            409: components["responses"]["ConflictOrIdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     enableTotp: {
@@ -5128,8 +5078,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -5147,7 +5095,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5162,17 +5109,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
-            409: components["responses"]["ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrInvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     disableTotp: {
@@ -5183,8 +5130,6 @@ export interface operations {
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
                 "X-Request-Id"?: components["parameters"]["XRequestId"];
-                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
-                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
             };
             path?: never;
             cookie?: never;
@@ -5202,7 +5147,6 @@ export interface operations {
                     "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
                     "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
                     "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -5217,17 +5161,17 @@ export interface operations {
                     };
                 };
             };
-            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
-            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnIdempotentPost"];
-            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
-            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
-            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
-            429: components["responses"]["RateLimitedOnIdempotentPost"];
-            500: components["responses"]["InternalErrorOnIdempotentPost"];
-            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
-            507: components["responses"]["StorageFullOnIdempotentPost"];
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOrInvalidCredentialsOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listApiKeys: {

@@ -43,6 +43,8 @@ function renameWildcard(params: ObjectSchema): ObjectSchema {
 
 /** Where a route's error codes travel from `documentRoute` to `documentHeaders` (removed there). */
 const ERROR_CODES_KEY = 'x-remit-error-codes';
+/** A POST that ignores Idempotency-Key (`config.idempotency: 'none'`): no key parameter, no replay. */
+const NO_IDEMPOTENCY_KEY = 'x-remit-no-idempotency';
 
 /**
  * A public route (`config.public`: no credential is read, no rate limit) says so with `security: []`
@@ -60,6 +62,7 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
       config: route.config,
       errorHandler: route.errorHandler,
     }),
+    ...(route.config?.idempotency === 'none' ? { [NO_IDEMPOTENCY_KEY]: true } : {}),
   };
   if (route.config?.public && documented.security === undefined) documented = { ...documented, security: [] };
   if (!url.endsWith('/*')) return { schema: documented, url };
@@ -166,6 +169,7 @@ interface DocumentOperation {
   requestBody?: { content?: Record<string, MediaType> };
   responses?: Record<string, DocumentResponse>;
   [ERROR_CODES_KEY]?: ErrorCode[];
+  [NO_IDEMPOTENCY_KEY]?: boolean;
 }
 
 const METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
@@ -255,7 +259,8 @@ export const documentHeaders: SwaggerTransformObject = (documentObject) => {
     for (const [method, operation] of Object.entries(item)) {
       if (!METHODS.includes(method)) continue;
       const rateLimited = !(Array.isArray(operation.security) && operation.security.length === 0);
-      const idempotent = rateLimited && method === 'post';
+      const idempotent = rateLimited && method === 'post' && !operation[NO_IDEMPOTENCY_KEY];
+      delete operation[NO_IDEMPOTENCY_KEY];
       const codes = operation[ERROR_CODES_KEY];
       delete operation[ERROR_CODES_KEY];
       const fromRegistry = codes ? documentErrors(operation, codes) : new Map<string, ErrorCode[]>();
@@ -479,7 +484,14 @@ export interface RouteErrorSource {
   /** A route-level error handler: the route answers its errors in a body of its own. */
   errorHandler?: unknown;
   config?:
-    { public?: boolean; optionalAuth?: boolean; scope?: string; errors?: readonly ErrorCode[] } | undefined;
+    | {
+        public?: boolean;
+        optionalAuth?: boolean;
+        scope?: string;
+        errors?: readonly ErrorCode[];
+        idempotency?: string;
+      }
+    | undefined;
 }
 
 /**
@@ -522,7 +534,9 @@ export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
     // organization's second-factor rule for admins.
     if (config.scope) add('missing_scope', 'second_factor_required');
     // idempotency.ts: a malformed key, a key still running, a key used with another body.
-    if (method === 'POST') add('invalid_parameter', 'idempotency_key_in_use', 'idempotency_key_reused');
+    if (method === 'POST' && config.idempotency !== 'none') {
+      add('invalid_parameter', 'idempotency_key_in_use', 'idempotency_key_reused');
+    }
   }
   add(...(config.errors ?? []));
   return ordered();
