@@ -87,7 +87,8 @@ export async function startServer(
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' may come before the last of its output has been read.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -124,7 +125,8 @@ export async function startWorker(env: Record<string, string>): Promise<WorkerPr
   let output = '';
   child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  // 'close', not 'exit': 'exit' may come before the last of its output has been read.
+  const exited = new Promise<number | null>((resolve) => child.on('close', (code) => resolve(code)));
   const deadline = Date.now() + 60_000;
   while (!output.includes('worker ready')) {
     if (child.exitCode !== null) throw new Error(`worker exited early (${child.exitCode}):\n${output}`);
