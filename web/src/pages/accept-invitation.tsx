@@ -6,7 +6,7 @@ import { Loading } from '../components/states.tsx';
 import { formatDateTime } from '../format.ts';
 import { dropQueryParameter, Link, navigate, useLocation } from '../router.tsx';
 import { useSession } from '../session.tsx';
-import { MIN_PASSWORD, PasswordFields } from './password-reset.tsx';
+import { MIN_PASSWORD, newPasswordProblem, PasswordFields } from './password-reset.tsx';
 
 type Invitation = SuccessBody<'get', '/api/invitations/{token}'>['data'];
 
@@ -54,10 +54,9 @@ export function AcceptInvitationPage() {
   const createAccount = async (event: FormEvent) => {
     event.preventDefault();
     if (!invitation) return;
-    if (password.length < MIN_PASSWORD || password !== repeat) {
-      setProblem(
-        password !== repeat ? 'The two passwords differ.' : `Use at least ${MIN_PASSWORD} characters.`,
-      );
+    const refused = newPasswordProblem(password, repeat);
+    if (refused) {
+      setProblem(refused);
       return;
     }
     setBusy(true);

@@ -65,6 +65,13 @@ const LINK_PROBLEMS: Record<string, string> = {
 
 export const MIN_PASSWORD = 12;
 
+/** Why a new password and its repetition cannot be sent, or undefined when they can. */
+export function newPasswordProblem(password: string, repeat: string): string | undefined {
+  if (password !== repeat) return 'The two passwords differ.';
+  if (password.length < MIN_PASSWORD) return `Use at least ${MIN_PASSWORD} characters.`;
+  return undefined;
+}
+
 /** The page the emailed reset link opens: `/reset-password?token=…` (redirected into /app). */
 export function ResetPasswordPage() {
   const { search } = useLocation();
@@ -83,10 +90,9 @@ export function ResetPasswordPage() {
 
   const submit = async (event: FormEvent) => {
     event.preventDefault();
-    if (password.length < MIN_PASSWORD || password !== repeat) {
-      setProblem(
-        password !== repeat ? 'The two passwords differ.' : `Use at least ${MIN_PASSWORD} characters.`,
-      );
+    const refused = newPasswordProblem(password, repeat);
+    if (refused) {
+      setProblem(refused);
       return;
     }
     setBusy(true);
