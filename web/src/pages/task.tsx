@@ -1,0 +1,5 @@
+import { Loading } from '../components/states.tsx';
+
+export default function Page({ uid }: { uid: string }) {
+  return <Loading label={`Loading ${uid}…`} />;
+}
