@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useRef, useState, type FormEvent } from 'react';
 import { problemOf, type Invoice } from '../api.ts';
 import { TableBox } from '../components/list-parts.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
@@ -28,29 +28,35 @@ export default function InvoicePage({ uid }: { uid: string }) {
     `invoice:${uid}:${version}`,
     async () => (await client.GET('/api/invoices/{uid}', { params: { path: { uid }, query } })).data,
   );
-  useDocumentTitle(invoice.status === 'ready' ? `Invoice ${invoice.data.invoice_number}` : 'Invoice');
+  // While it is read again (after a comment), the page keeps showing what it had.
+  const last = useRef<Invoice>(undefined);
+  if (invoice.status === 'ready') last.current = invoice.data;
+  const shown =
+    invoice.status === 'ready' ? invoice.data : last.current?.uid === uid ? last.current : undefined;
+  useDocumentTitle(shown ? `Invoice ${shown.invoice_number}` : 'Invoice');
 
-  if (invoice.status === 'loading') return <Loading label="Loading the invoice…" />;
-  if (invoice.status === 'error') {
+  if (invoice.status === 'loading' && !shown) return <Loading label="Loading the invoice…" />;
+  if (invoice.status === 'error' || !shown) {
+    const error = invoice.status === 'error' ? invoice : undefined;
     return (
       <div className="page">
         <BackLink />
         <h1>Invoice</h1>
-        {invoice.code === 'not_found' ? (
+        {error?.code === 'not_found' ? (
           <Empty title="This invoice does not exist, or you may not see it.">
             <p>Members see the invoices they are assigned to or responsible for.</p>
           </Empty>
         ) : (
           <Problem
             title="The invoice could not be loaded"
-            message={invoice.message}
+            message={error?.message ?? ''}
             onRetry={() => setVersion((v) => v + 1)}
           />
         )}
       </div>
     );
   }
-  const data = invoice.data;
+  const data = shown;
   return (
     <div className="page">
       <BackLink kind={data.invoice_type === 'ACCOUNTS_PAYABLE' ? 'payable' : 'receivable'} />

@@ -16,6 +16,7 @@ export default function TaskPage({ uid }: { uid: string }) {
   const { client, organization } = useSignedIn();
   const [version, setVersion] = useState(0);
   const [saved, setSaved] = useState<WorkTask>();
+  const [notice, setNotice] = useState<string>();
   const task = useResource(`task:${uid}:${version}`, async () => {
     const { data } = await client.GET('/api/work-tasks/{task_uid}', {
       params: { path: { task_uid: uid }, query: { organization_uid: organization.organization_uid } },
@@ -48,6 +49,9 @@ export default function TaskPage({ uid }: { uid: string }) {
   return (
     <div className="page">
       <BackLink />
+      <div aria-live="polite" className="live">
+        {notice && <p className="announcement">{notice}</p>}
+      </div>
       <header className="panel">
         <div className="detail-head">
           <h1>{current.title}</h1>
@@ -94,6 +98,7 @@ export default function TaskPage({ uid }: { uid: string }) {
           key={`${current.uid}:${current.updated_at}`}
           task={current}
           onSaved={(task) => {
+            setNotice(`Saved “${task.title}”.`);
             setSaved(task);
             setVersion((v) => v + 1);
           }}
@@ -124,7 +129,6 @@ function EditTask({ task, onSaved }: { task: WorkTask; onSaved: (task: WorkTask)
   const [assignee, setAssignee] = useState(assignedUser);
   const [busy, setBusy] = useState(false);
   const [problem, setProblem] = useState<string>();
-  const [notice, setNotice] = useState<string>();
 
   const changes: Record<string, unknown> = {};
   if (title.trim() !== task.title) changes.title = title.trim();
@@ -147,13 +151,11 @@ function EditTask({ task, onSaved }: { task: WorkTask; onSaved: (task: WorkTask)
     if (!dirty) return;
     setBusy(true);
     setProblem(undefined);
-    setNotice(undefined);
     try {
       const { data } = await client.PATCH('/api/work-tasks/{task_uid}', {
         params: { path: { task_uid: task.uid }, query: { organization_uid: organization.organization_uid } },
         body: changes,
       });
-      setNotice('Saved.');
       onSaved(data);
     } catch (error) {
       setProblem(problemOf(error));
@@ -214,7 +216,6 @@ function EditTask({ task, onSaved }: { task: WorkTask; onSaved: (task: WorkTask)
               {problem}
             </p>
           )}
-          {notice && !dirty && <p className="form-notice">{notice}</p>}
         </div>
         <button type="submit" className="button button-primary" disabled={busy || !dirty}>
           {busy ? 'Saving…' : 'Save changes'}
@@ -259,8 +260,12 @@ export function actionText(action: string): string {
 }
 
 /** A change's details as a short line: `{from: 'todo', to: 'done'}` → `Todo → Done`. */
-export function detailsText(details: Record<string, unknown> | null): string {
+export function detailsText(
+  details: Record<string, unknown> | null,
+  names: Map<string, string> = new Map(),
+): string {
   if (!details) return '';
+  const show = showWith(names);
   const { from, to, ...rest } = details;
   const parts = 'from' in details || 'to' in details ? [`${show(from)} → ${show(to)}`] : [];
   for (const [key, value] of Object.entries(rest)) {
@@ -269,17 +274,26 @@ export function detailsText(details: Record<string, unknown> | null): string {
   return parts.join(' · ');
 }
 
-const show = (value: unknown): string => {
-  if (value === null || value === undefined || value === '') return '—';
-  if (typeof value === 'string') return value.includes('_') && !value.includes(' ') ? labelOf(value) : value;
-  if (Array.isArray(value)) return value.length === 0 ? '—' : value.map(show).join(', ');
-  if (typeof value === 'object' && value && 'full_name' in value) return String(value.full_name);
-  if (typeof value === 'object' && value && 'name' in value) return String(value.name);
-  if (typeof value === 'object' && value && 'entity_type' in value) return labelOf(String(value.entity_type));
-  return JSON.stringify(value);
+const showWith = (names: Map<string, string>) => {
+  const show = (value: unknown): string => {
+    if (value === null || value === undefined || value === '') return '—';
+    // Enum values (`in_progress`) read as words; free text (a title) as written.
+    if (typeof value === 'string') return /^[a-z]+(_[a-z]+)*$/.test(value) ? labelOf(value) : value;
+    if (Array.isArray(value)) return value.length === 0 ? '—' : value.map(show).join(', ');
+    if (typeof value === 'object' && value && 'user_uid' in value)
+      return names.get(String(value.user_uid)) ?? 'a person';
+    if (typeof value === 'object' && value && 'agent_uid' in value) return 'an agent';
+    if (typeof value === 'object' && value && 'full_name' in value) return String(value.full_name);
+    if (typeof value === 'object' && value && 'name' in value) return String(value.name);
+    if (typeof value === 'object' && value && 'entity_type' in value)
+      return labelOf(String(value.entity_type));
+    return JSON.stringify(value);
+  };
+  return show;
 };
 
 function ChangeLog({ task }: { task: WorkTask }) {
+  const names = new Map(useAssignees().map((a) => [a.uid, a.name.replace(/ \(me\)$/, '')]));
   return (
     <section className="panel" aria-labelledby="log-heading">
       <h2 id="log-heading">Change log</h2>
@@ -293,7 +307,7 @@ function ChangeLog({ task }: { task: WorkTask }) {
               <time className="muted" dateTime={entry.at} title={formatDateTime(entry.at)}>
                 {formatAgo(entry.at)}
               </time>
-              {entry.details && <p className="comment-text muted">{detailsText(entry.details)}</p>}
+              {entry.details && <p className="comment-text muted">{detailsText(entry.details, names)}</p>}
             </li>
           ))}
         </ol>
