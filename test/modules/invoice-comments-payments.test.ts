@@ -394,3 +394,74 @@ describe('POST /api/invoices/{uid}/payments', () => {
     () => ({ t, p }),
   );
 });
+
+describe('GET /api/invoices/{uid}/payments', () => {
+  const list = (uid: string, key = p.orgA.admin.key) =>
+    call(t.app, 'GET', `/api/invoices/${uid}/payments`, { key });
+
+  it('an empty list before any payment', async () => {
+    const inv = await newInvoice();
+    const res = await list(inv.uid);
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body).toMatchObject({ status: 'success', status_code: 200, data: { items: [] } });
+  });
+
+  it('every payment, oldest first, in the invoice currency, with who recorded it', async () => {
+    const inv = await newInvoice();
+    expect((await pay(inv.uid, { amount_cents: 3000, paid_at: '2026-02-01T09:00:00Z' })).status).toBe(201);
+    expect((await pay(inv.uid, { amount_cents: 1000, paid_at: '2026-01-15' })).status).toBe(201);
+    const res = await list(inv.uid);
+    expect(res.status, res.raw).toBe(200);
+    const items = res.body.data.items;
+    expect(items).toHaveLength(2);
+    expect(items[0]).toEqual({
+      uid: expect.stringMatching(UUID),
+      invoice_uid: inv.uid,
+      amount_cents: 1000,
+      currency: 'USD',
+      paid_at: '2026-01-15T00:00:00.000Z',
+      recorded_by: { user_uid: p.orgA.admin.userUid, full_name: admin.full_name },
+      created_at: expect.stringMatching(ISO),
+    });
+    expect(items[1]).toMatchObject({ amount_cents: 3000, paid_at: '2026-02-01T09:00:00.000Z' });
+    expect(items.reduce((sum: number, i: { amount_cents: number }) => sum + i.amount_cents, 0)).toBe(
+      (await getInvoice(inv.uid)).amount_paid_cents,
+    );
+  });
+
+  it('a member sees the payments of an invoice assigned to them, and 404 for one they may not see', async () => {
+    const mine = await newInvoice();
+    await pay(mine.uid, { amount_cents: 500 });
+    const res = await list(mine.uid, p.orgA.member.key);
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data.items).toHaveLength(1);
+    const notMine = await newInvoice({ assignee_user_uids: [] });
+    await pay(notMine.uid, { amount_cents: 500 });
+    expectErrorBody(await list(notMine.uid, p.orgA.member.key), 404, 'not_found');
+  });
+
+  it('400 for a bad uid, 404 for an unknown invoice', async () => {
+    expectErrorBody(await list('not-a-uid'), 400, 'invalid_parameter');
+    expectErrorBody(await list(MISSING), 404, 'not_found');
+  });
+
+  it("another organization's invoice is 404, its payments unseen", async () => {
+    await call(t.app, 'POST', `/api/invoices/${foreignInvoice}/payments`, {
+      key: p.orgB.admin.key,
+      body: { amount_cents: 100 },
+    });
+    expectErrorBody(await list(foreignInvoice), 404, 'not_found');
+    expect((await list(foreignInvoice, p.orgB.admin.key)).body.data.items.length).toBeGreaterThan(0);
+  });
+
+  commonRouteChecks(
+    'GET /api/invoices/{uid}/payments',
+    {
+      method: 'GET',
+      url: async () => `/api/invoices/${(await newInvoice()).uid}/payments`,
+      scope: 'invoices:read',
+      foreignUrl: () => `/api/invoices/${foreignInvoice}/payments`,
+    },
+    () => ({ t, p }),
+  );
+});

@@ -1,4 +1,4 @@
-import { useEffect, type ComponentType } from 'react';
+import { lazy, Suspense, useEffect, type ComponentType } from 'react';
 import { ApprovalsProvider } from './approvals.tsx';
 import { Shell } from './components/shell.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from './components/states.tsx';
@@ -9,6 +9,14 @@ import { SignInLinkPage } from './pages/sign-in-link.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { Link, navigate, useLocation } from './router.tsx';
 import { SessionProvider, useSession } from './session.tsx';
+
+// The work pages load on first use, so the inbox's first load stays small (docs/console.md#size).
+const InvoicesPage = lazy(() => import('./pages/invoices.tsx'));
+const InvoicePage = lazy(() => import('./pages/invoice.tsx'));
+const TasksPage = lazy(() => import('./pages/tasks.tsx'));
+const TaskPage = lazy(() => import('./pages/task.tsx'));
+
+const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
 /** Pages anyone may open: signing in, and the pages Remit's emails link to. */
 const PUBLIC_PAGES: Record<string, ComponentType> = {
@@ -74,7 +82,20 @@ function SignedInPage({ path }: { path: string }) {
   if (path === '' || path === '/inbox') return <InboxPage uid={undefined} />;
   const task = /^\/inbox\/([0-9a-f-]{36})$/i.exec(path);
   if (task) return <InboxPage uid={task[1]} />;
+  const work = workPage(path);
+  if (work) return <Suspense fallback={<Loading label="Loading…" />}>{work}</Suspense>;
   return <NotFound />;
+}
+
+function workPage(path: string) {
+  if (path === '/invoices' || path === '/invoices/receivable') return <InvoicesPage kind="receivable" />;
+  if (path === '/invoices/payable') return <InvoicesPage kind="payable" />;
+  const invoice = new RegExp(`^/invoices/${UID}$`, 'i').exec(path);
+  if (invoice) return <InvoicePage uid={invoice[1]!} />;
+  if (path === '/tasks') return <TasksPage />;
+  const task = new RegExp(`^/tasks/${UID}$`, 'i').exec(path);
+  if (task) return <TaskPage uid={task[1]!} />;
+  return null;
 }
 
 function NotFound() {

@@ -514,7 +514,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /** An invoice's payments, oldest first */
+        get: operations["listInvoicePayments"];
         put?: never;
         /** Record a payment; settling the remainder moves the invoice to paid */
         post: operations["createInvoicePayment"];
@@ -1734,6 +1735,25 @@ export interface components {
             registered_by: number | null;
             approval_date: string | null;
             registration_date: string | null;
+        };
+        InvoicePayment: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** Format: date-time */
+            paid_at: string;
+            recorded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
         };
         /** InvoiceAttachment */
         InvoiceAttachment: {
@@ -6108,6 +6128,53 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    listInvoicePayments: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["InvoicePayment"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     createInvoicePayment: {

@@ -173,6 +173,18 @@ export async function insertPayment(
   return row!;
 }
 
+/** An invoice's payments, oldest first, with who recorded each (their name, for people reading it). */
+export async function listPayments(db: DbOrTx, organizationUid: string, invoiceUid: string) {
+  return db
+    .select({ payment: invoicePayments, recordedBy: { uid: users.uid, fullName: users.fullName } })
+    .from(invoicePayments)
+    .leftJoin(users, eq(users.uid, invoicePayments.createdByUserUid))
+    .where(
+      and(eq(invoicePayments.organizationUid, organizationUid), eq(invoicePayments.invoiceUid, invoiceUid)),
+    )
+    .orderBy(asc(invoicePayments.paidAt), asc(invoicePayments.createdAt), asc(invoicePayments.uid));
+}
+
 const commentColumns = {
   comment: invoiceComments,
   actor: { id: users.id, fullName: users.fullName, avatarUrl: users.avatarUrl, email: users.email },

@@ -850,6 +850,21 @@ export async function patchComment(
 }
 
 /** Records a payment; one that settles the remaining amount moves the invoice to `paid`. */
+/** The payments recorded on an invoice the caller may see (404 otherwise), oldest first. */
+export async function listPayments(db: Db, ctx: RequestContext, invoiceUid: string) {
+  const row = await getInvoiceRow(db, ctx, invoiceUid);
+  const rows = await repo.listPayments(db, row.organizationUid, row.uid);
+  return rows.map(({ payment, recordedBy }) => ({
+    uid: payment.uid,
+    invoice_uid: payment.invoiceUid,
+    amount_cents: payment.amountCents,
+    currency: row.currency,
+    paid_at: payment.paidAt.toISOString(),
+    recorded_by: recordedBy ? { user_uid: recordedBy.uid, full_name: recordedBy.fullName } : null,
+    created_at: payment.createdAt.toISOString(),
+  }));
+}
+
 export async function addPayment(
   db: Db,
   jobs: Jobs,

@@ -53,6 +53,12 @@ export function Shell({ children }: { children: ReactNode }) {
               </span>
             )}
           </Link>
+          <Link to="/app/invoices" aria-current={path.startsWith('/invoices') ? 'page' : undefined}>
+            Invoices
+          </Link>
+          <Link to="/app/tasks" aria-current={path.startsWith('/tasks') ? 'page' : undefined}>
+            Tasks
+          </Link>
         </nav>
         <UserMenu />
       </header>
