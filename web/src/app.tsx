@@ -1,4 +1,4 @@
-import { useEffect, type ComponentType } from 'react';
+import { lazy, Suspense, useEffect, type ComponentType, type ReactNode } from 'react';
 import { ApprovalsProvider } from './approvals.tsx';
 import { Shell } from './components/shell.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from './components/states.tsx';
@@ -9,6 +9,9 @@ import { SignInLinkPage } from './pages/sign-in-link.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { Link, navigate, useLocation } from './router.tsx';
 import { SessionProvider, useSession } from './session.tsx';
+
+// Pages beyond the inbox are loaded when first opened, so the inbox's first load stays small.
+const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 
 /** Pages anyone may open: signing in, and the pages Remit's emails link to. */
 const PUBLIC_PAGES: Record<string, ComponentType> = {
@@ -74,7 +77,12 @@ function SignedInPage({ path }: { path: string }) {
   if (path === '' || path === '/inbox') return <InboxPage uid={undefined} />;
   const task = /^\/inbox\/([0-9a-f-]{36})$/i.exec(path);
   if (task) return <InboxPage uid={task[1]} />;
+  if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
   return <NotFound />;
+}
+
+function LazyPage({ page }: { page: ReactNode }) {
+  return <Suspense fallback={<Loading label="Loading…" />}>{page}</Suspense>;
 }
 
 function NotFound() {

@@ -53,6 +53,9 @@ export function Shell({ children }: { children: ReactNode }) {
               </span>
             )}
           </Link>
+          <Link to="/app/knowledge" aria-current={path === '/knowledge' ? 'page' : undefined}>
+            Knowledge
+          </Link>
         </nav>
         <UserMenu />
       </header>
