@@ -3,6 +3,7 @@ import { useApprovals } from '../approvals.tsx';
 import { problemOf } from '../api.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
+import { SearchPalette } from './search-palette.tsx';
 
 /** The frame of every signed-in page: the organization, the navigation with its counts, the person. */
 export function Shell({ children }: { children: ReactNode }) {
@@ -57,6 +58,7 @@ export function Shell({ children }: { children: ReactNode }) {
             Knowledge
           </Link>
         </nav>
+        <SearchPalette />
         <UserMenu />
       </header>
       <main id="main" className="main" tabIndex={-1}>

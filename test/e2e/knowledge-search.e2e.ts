@@ -13,7 +13,7 @@ import { processDatabase, type ProcessDatabase } from '../helpers/test-database.
 import { until } from '../helpers/until.ts';
 
 /**
- * The console's Knowledge, search and Metrics pages in a real browser (docs/console.md), against a Remit
+ * The console's Knowledge page and its search palette in a real browser (docs/console.md), against a Remit
  * process on the embedded database started here, as test/e2e/console.e2e.ts does for the inbox (its
  * browser set-up is repeated here rather than shared, so each file stands alone). Every page is checked
  * with axe-core and for Content-Security-Policy violations, and photographed into docs/console/.
@@ -33,6 +33,8 @@ let api: RemitClient;
 let organizationUid: string;
 let context: BrowserContext;
 let page: Page;
+let invoiceUid: string;
+let approvalUid: string;
 
 async function newContext(viewport = DESKTOP) {
   const created = await browser.newContext({ viewport, locale: 'en-US', timezoneId: 'Europe/Berlin' });
@@ -70,7 +72,9 @@ async function noSidewaysScroll(target: Page) {
   ).toBe(true);
 }
 
-describe('the console: knowledge, search and metrics', { timeout: 60_000 }, () => {
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+
+describe('the console: knowledge and search', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     fs.mkdirSync(SHOTS, { recursive: true });
     database = await processDatabase('remit-e2e-knowledge-');
@@ -97,6 +101,61 @@ describe('the console: knowledge, search and metrics', { timeout: 60_000 }, () =
       }),
     ]);
     api = createRemitClient({ baseUrl: server.url, apiKey: created.api_key });
+
+    // What search finds: a client's overdue invoice and an agent's approval about it.
+    const client = await api.POST('/api/parties', {
+      body: {
+        name: 'Globex Corporation',
+        role: 'client',
+        billing_contact: { name: 'Hank', email: 'ap@globex.test' },
+      },
+    });
+    await api.POST('/api/products', {
+      body: {
+        sku: 'CONSULT',
+        name: 'Consulting day',
+        context_type: 'PRODUCT',
+        unit_price: 61_725,
+        currency: 'EUR',
+      },
+    });
+    const invoice = await api.POST('/api/invoices', {
+      body: {
+        invoice_type: 'ACCOUNTS_RECEIVABLE',
+        invoice_number: 'AR-2001',
+        status: 'open',
+        currency: 'EUR',
+        issue_date: daysAgo(75),
+        due_date: daysAgo(45),
+        client_party_uid: client.data.uid,
+        line_items: [{ context_type: 'PRODUCT', sku: 'CONSULT', quantity: 2 }],
+      },
+    });
+    invoiceUid = invoice.data.uid;
+    const agent = await api.POST('/api/agents', {
+      body: {
+        name: 'Collector',
+        agent_type: 'collections',
+        status: 'active',
+        triggers: [{ type: 'manual' }],
+      },
+    });
+    const approval = await api.POST('/api/agents/{agent_uid}/approvals', {
+      params: { path: { agent_uid: agent.data.uid } },
+      body: {
+        title: 'Remind Globex about AR-2001',
+        reasoning: 'AR-2001 is 45 days overdue.',
+        tool_args: {
+          type: 'send_email',
+          subject: 'AR-2001 is overdue',
+          body: 'Hello',
+          invoice_uid: invoiceUid,
+        },
+        trigger: { type: 'schedule' },
+        context_entities: [{ entity_type: 'invoice', entity_uid: invoiceUid }],
+      },
+    });
+    approvalUid = approval.data.uid;
 
     // Ada's first password, through the API (the reset page itself is console.e2e.ts's subject).
     const publicApi = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
@@ -196,5 +255,70 @@ describe('the console: knowledge, search and metrics', { timeout: 60_000 }, () =
     await noSidewaysScroll(small);
     await checkPage(small, 'knowledge-phone');
     await phone.close();
+  });
+
+  it('search: Ctrl-K opens a labelled dialog; type, arrows, Enter opens the result; Esc closes and focus returns', async () => {
+    await page.goto(`${server.url}/app/inbox`);
+    await page.getByText('Remind Globex about AR-2001').first().waitFor();
+    const button = page.getByRole('button', { name: /^Search/ });
+    await button.focus();
+    await page.keyboard.press('Control+k');
+    const dialog = page.getByRole('dialog', { name: 'Search' });
+    await dialog.waitFor();
+    const box = dialog.getByRole('combobox', { name: 'Search invoices, tasks and knowledge' });
+    await expect.poll(() => box.evaluate((el) => el === document.activeElement)).toBe(true);
+    // Recent items before anything is typed.
+    await dialog.getByText('Recent').waitFor();
+
+    await page.keyboard.type('Globex');
+    await dialog.getByText('Results', { exact: true }).waitFor();
+    const options = dialog.getByRole('option');
+    await expect
+      .poll(async () => (await options.allTextContents()).join(' | '))
+      .toMatch(/AR-2001.*Remind Globex|Remind Globex.*AR-2001/);
+    await checkPage(page, 'search');
+    // Tab stays in the dialog (the page behind it is inert).
+    for (const expected of ['Close', 'Search invoices, tasks and knowledge', 'Close']) {
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(
+          () =>
+            document.activeElement?.closest('dialog') &&
+            (document.activeElement.getAttribute('aria-label') ?? document.activeElement.textContent),
+        ),
+      ).toBe(expected);
+    }
+    await box.focus();
+
+    // Arrows move the active option; Enter on the pending approval opens it in the inbox.
+    const labels = await dialog.locator('.search-label').allTextContents();
+    const approvalIndex = labels.indexOf('Remind Globex about AR-2001');
+    for (let i = 0; i < approvalIndex; i++) await page.keyboard.press('ArrowDown');
+    expect(await box.getAttribute('aria-activedescendant')).toBe(
+      await options.nth(approvalIndex).getAttribute('id'),
+    );
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${server.url}/app/inbox/${approvalUid}`);
+    expect(await dialog.isVisible()).toBe(false);
+
+    // The invoice opens its page; Esc closes without going anywhere, focus back on the button.
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('AR-2001');
+    await dialog.locator('.search-result', { hasText: 'Invoice' }).waitFor();
+    await page.keyboard.press('Escape');
+    expect(await dialog.isVisible()).toBe(false);
+    await button.click();
+    await page.keyboard.type('AR-2001');
+    await dialog.locator('.search-result', { hasText: 'Invoice' }).click();
+    await page.waitForURL(`${server.url}/app/invoices/${invoiceUid}`);
+    await page.keyboard.press('Control+k');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => button.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    // Nothing found says so.
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('zzzz-nothing');
+    await dialog.getByText('Nothing matches “zzzz-nothing”.').waitFor();
+    await page.keyboard.press('Escape');
   });
 });
