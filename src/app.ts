@@ -7,6 +7,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import { registerDbRole } from './platform/http/db-role.ts';
 import { registerSecurityHeaders } from './platform/http/security-headers.ts';
 import { registerConsole } from './platform/http/console.ts';
+import { storageUploadOrigin } from './platform/storage/create-storage.ts';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
 import {
@@ -360,7 +361,10 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const { token, port } = deps.config.metrics;
   if (metrics.enabled && token !== undefined && port === undefined) metricsRoute(app, metrics, token);
   // The console is a client of the routes above, served as static files (docs/console.md).
-  await registerConsole(app, { root: options.consoleDir ?? DEFAULT_CONSOLE_DIR });
+  await registerConsole(app, {
+    root: options.consoleDir ?? DEFAULT_CONSOLE_DIR,
+    uploadOrigin: storageUploadOrigin(deps.config),
+  });
 
   return app;
 }

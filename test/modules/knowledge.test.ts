@@ -457,6 +457,59 @@ describe('the sweep of presigns never confirmed', () => {
   });
 });
 
+describe('GET /api/knowledge', () => {
+  const list = (query = '', key = p.orgA.admin.key) => call(t.app, 'GET', `/api/knowledge${query}`, { key });
+
+  async function uploaded(filename: string, options: { key?: string; organizationUid?: string } = {}) {
+    const presigned = await presign('pdf', { filename, ...options });
+    expect((await uploadWithForm(presigned.presigned_post, { content: sampleFile('pdf') })).status).toBe(204);
+    expect((await confirm(presigned.knowledge_document_uid, options)).status).toBe(202);
+    return presigned.knowledge_document_uid;
+  }
+
+  it("200: the organization's confirmed documents, newest first, as GET shows each, with _meta", async () => {
+    const older = await uploaded('older.pdf');
+    const newer = await uploaded('newer.pdf');
+    await settled(older);
+    await settled(newer);
+    const res = await list('?per_page=2');
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data.items.map((d: { uid: string }) => d.uid)).toEqual([newer, older]);
+    expect(res.body.data.items[0]).toEqual((await getDocument(newer)).body.data);
+    expect(res.body.data._meta).toMatchObject({ page: 1, per_page: 2 });
+    expect(res.body.data._meta.total_items).toBeGreaterThanOrEqual(2);
+    const second = await list('?per_page=1&page=2');
+    expect(second.body.data.items.map((d: { uid: string }) => d.uid)).toEqual([older]);
+  });
+
+  it('leaves out uploads presigned but never confirmed', async () => {
+    const pending = await presign('pdf', { filename: 'never-confirmed.pdf' });
+    const res = await list('?per_page=100');
+    expect(res.status).toBe(200);
+    const items = res.body.data.items as { uid: string; status: string }[];
+    expect(items.map((d) => d.uid)).not.toContain(pending.knowledge_document_uid);
+    expect(items.every((d) => d.status !== 'presigned')).toBe(true);
+  });
+
+  it("a member lists the organization's documents; another organization's never appear", async () => {
+    const foreign = await uploaded('foreign.pdf', { key: p.orgB.admin.key, organizationUid: p.orgB.uid });
+    const ours = await uploaded('ours.pdf', { key: p.orgA.member.key });
+    const res = await list('?per_page=100', p.orgA.member.key);
+    expect(res.status).toBe(200);
+    const uids = (res.body.data.items as { uid: string; organization_uid: string }[]).map((d) => d.uid);
+    expect(uids).toContain(ours);
+    expect(uids).not.toContain(foreign);
+    const b = await list(`?organization_uid=${p.orgB.uid}`, p.orgB.admin.key);
+    expect(b.body.data.items.map((d: { uid: string }) => d.uid)).toEqual([foreign]);
+  });
+
+  it('400 for a per_page outside 1–100, a page below 1 or a malformed organization_uid', async () => {
+    for (const query of ['?per_page=0', '?per_page=101', '?page=0', '?organization_uid=nope']) {
+      expectErrorBody(await list(query), 400);
+    }
+  });
+});
+
 describe('Idempotency-Key', () => {
   it('a retried presign replays the first answer instead of starting a second upload', async () => {
     const headers = { 'idempotency-key': `presign-${crypto.randomUUID()}` };
@@ -514,6 +567,16 @@ commonRouteChecks(
     scope: 'knowledge:write',
     foreignUrl: async ({ p }) =>
       `/api/knowledge/${(await presign('pdf', { key: p.orgB.admin.key, organizationUid: p.orgB.uid })).knowledge_document_uid}`,
+  },
+  env,
+);
+commonRouteChecks(
+  'GET /api/knowledge',
+  {
+    method: 'GET',
+    url: () => '/api/knowledge',
+    scope: 'knowledge:write',
+    foreignOrganizationUrl: ({ p }) => `/api/knowledge?organization_uid=${p.orgB.uid}`,
   },
   env,
 );

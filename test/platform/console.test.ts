@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storageUploadOrigin } from '../../src/platform/storage/create-storage.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 
@@ -87,6 +88,27 @@ describe('the console at /app', () => {
       "style-src 'self' 'unsafe-inline'",
     );
     expect((await get(t, '/app')).headers['x-frame-options']).toBe('DENY');
+  });
+
+  it("connect-src allows object storage's origin: the service's own, or the S3 endpoint uploads go to", async () => {
+    const csp = String((await get(t, '/app/inbox')).headers['content-security-policy']);
+    expect(csp).toContain(`connect-src 'self' ${new URL(t.deps.config.publicBaseUrl).origin};`);
+    const s3 = await createTestApp({
+      consoleDir: build,
+      env: { S3_ENDPOINT: 'https://minio.files.example:9000/', S3_BUCKET: 'remit', S3_REGION: 'eu-west-1' },
+    });
+    try {
+      const header = String((await get(s3, '/app/knowledge')).headers['content-security-policy']);
+      expect(header).toContain("connect-src 'self' https://minio.files.example:9000;");
+    } finally {
+      await s3.close();
+    }
+    expect(
+      storageUploadOrigin({
+        publicBaseUrl: 'http://localhost:3000',
+        objectStorage: { kind: 's3', endpoint: undefined, bucket: 'b', region: 'eu-west-1' } as never,
+      }),
+    ).toBe('https://s3.eu-west-1.amazonaws.com');
   });
 
   it('the links Remit emails open the console, token kept', async () => {

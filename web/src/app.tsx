@@ -1,4 +1,4 @@
-import { lazy, Suspense, useEffect, type ComponentType } from 'react';
+import { lazy, Suspense, useEffect, type ComponentType, type ReactNode } from 'react';
 import { ApprovalsProvider } from './approvals.tsx';
 import { Shell } from './components/shell.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from './components/states.tsx';
@@ -15,6 +15,7 @@ const InvoicesPage = lazy(() => import('./pages/invoices.tsx'));
 const InvoicePage = lazy(() => import('./pages/invoice.tsx'));
 const TasksPage = lazy(() => import('./pages/tasks.tsx'));
 const TaskPage = lazy(() => import('./pages/task.tsx'));
+const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -83,8 +84,13 @@ function SignedInPage({ path }: { path: string }) {
   const task = /^\/inbox\/([0-9a-f-]{36})$/i.exec(path);
   if (task) return <InboxPage uid={task[1]} />;
   const work = workPage(path);
-  if (work) return <Suspense fallback={<Loading label="Loading…" />}>{work}</Suspense>;
+  if (work) return <LazyPage page={work} />;
+  if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
   return <NotFound />;
+}
+
+function LazyPage({ page }: { page: ReactNode }) {
+  return <Suspense fallback={<Loading label="Loading…" />}>{page}</Suspense>;
 }
 
 function workPage(path: string) {

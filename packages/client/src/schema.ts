@@ -1119,6 +1119,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/knowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the organization's knowledge documents, newest first, with their processing status
+         * @description Confirmed uploads only (`processing`, `ready`, `failed`); an upload presigned but never confirmed is not listed. `data.items` and `data._meta`; `per_page` 1–100, default 25.
+         */
+        get: operations["listKnowledgeDocuments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/knowledge/{uid}": {
         parameters: {
             query?: never;
@@ -8921,6 +8941,57 @@ export interface operations {
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
             507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    listKnowledgeDocuments: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["KnowledgeDocument"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     getKnowledgeDocument: {

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, lt, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { knowledgeDocuments } from './knowledge.tables.ts';
 
@@ -27,6 +27,36 @@ export async function findKnowledgeDocument(
       and(inArray(knowledgeDocuments.organizationUid, organizationUids), eq(knowledgeDocuments.uid, uid)),
     );
   return row;
+}
+
+/**
+ * An organization's confirmed documents (processing, ready, failed), newest first, on the
+ * (organization, created_at desc, uid desc) index. A presign never confirmed is an upload still under
+ * way (or abandoned, for the sweep), not a document: it is left out, as search leaves it out.
+ */
+export async function listKnowledgeDocuments(
+  db: DbOrTx,
+  organizationUid: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: KnowledgeDocumentRow[]; total: number }> {
+  const where = and(
+    eq(knowledgeDocuments.organizationUid, organizationUid),
+    ne(knowledgeDocuments.status, 'presigned'),
+  );
+  const [rows, [count]] = await Promise.all([
+    db
+      .select()
+      .from(knowledgeDocuments)
+      .where(where)
+      .orderBy(desc(knowledgeDocuments.createdAt), desc(knowledgeDocuments.uid))
+      .limit(page.limit)
+      .offset(page.offset),
+    db
+      .select({ n: sql<number>`count(*)::int` })
+      .from(knowledgeDocuments)
+      .where(where),
+  ]);
+  return { rows, total: Number(count?.n ?? 0) };
 }
 
 const one = (organizationUid: string, uid: string) =>

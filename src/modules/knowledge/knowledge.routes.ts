@@ -1,4 +1,5 @@
 import { envelope } from '../../platform/http/envelope.ts';
+import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { Envelope, errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import { Type } from 'typebox';
@@ -6,6 +7,8 @@ import {
   ConfirmBody,
   ConfirmResponse,
   KnowledgeDocument,
+  KnowledgeListEnvelope,
+  KnowledgeListQuery,
   KnowledgeUidParams,
   PresignBody,
   PresignResponse,
@@ -76,6 +79,32 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         message: data.status === 'processing' ? 'Processing started' : `Already confirmed (${data.status})`,
         data,
       });
+    },
+  );
+
+  app.get(
+    '/api/knowledge',
+    {
+      schema: {
+        operationId: 'listKnowledgeDocuments',
+        tags,
+        summary: "List the organization's knowledge documents, newest first, with their processing status",
+        description:
+          'Confirmed uploads only (`processing`, `ready`, `failed`); an upload presigned but never confirmed ' +
+          'is not listed. `data.items` and `data._meta`; `per_page` 1–100, default 25.',
+        querystring: KnowledgeListQuery,
+        response: { 200: KnowledgeListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'knowledge:write' },
+    },
+    async (request) => {
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await service.listKnowledgeDocuments(
+        knowledgeDeps,
+        request.tenant(request.query.organization_uid),
+        page,
+      );
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Knowledge documents');
     },
   );
 

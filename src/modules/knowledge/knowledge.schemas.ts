@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import { DateTime, Envelope, Nullable, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
 import { KNOWLEDGE_CONTENT_TYPES, MAX_KNOWLEDGE_BYTES } from './text-extraction.ts';
 
 export { MAX_KNOWLEDGE_BYTES };
@@ -89,3 +89,9 @@ export const KnowledgeDocument = Type.Object(
 );
 
 export const KnowledgeUidParams = Type.Object({ uid: Uuid });
+
+export const KnowledgeListQuery = Type.Object({ organization_uid: Type.Optional(Uuid), ...pageQuery(25) });
+
+export const KnowledgeListEnvelope = Envelope(
+  Type.Object({ items: Type.Array(Type.Ref('KnowledgeDocument')), _meta: PageMeta }),
+);

@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound, validationFailed } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { normalizeContentType } from '../../platform/storage/multipart-upload.ts';
 import { sanitizeFilename, type ObjectStorage, type PresignedPost } from '../../platform/storage/storage.ts';
@@ -181,4 +182,17 @@ export async function getKnowledgeDocument(
   const row = await repo.findKnowledgeDocument(deps.db, memberOrganizationUids(ctx), uid);
   if (!row) throw notFound('Knowledge document');
   return toKnowledgeView(row);
+}
+
+/** The call's organization's confirmed documents, newest first (what the console's Knowledge page lists). */
+export async function listKnowledgeDocuments(
+  deps: Pick<KnowledgeDeps, 'db'>,
+  ctx: RequestContext,
+  page: PageRequest,
+): Promise<{ items: KnowledgeDocumentView[]; total: number }> {
+  const { rows, total } = await repo.listKnowledgeDocuments(deps.db, ctx.organizationUid, {
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toKnowledgeView), total };
 }

@@ -17,25 +17,29 @@ export const EMAILED_LINK_PAGES = ['/accept-invitation', '/reset-password', '/si
 /**
  * Stricter than the API's policy (security-headers.ts), which allows inline styles for Swagger UI: the
  * console is same-origin scripts, styles and API calls only — no inline script or style, no CDN, no
- * plugin, not framed. Its images are bundled files or `data:` URLs the bundler inlined.
+ * plugin, not framed. Its images are bundled files or `data:` URLs the bundler inlined. The one other
+ * origin it may reach is object storage's (`uploadOrigin`): knowledge files go from the browser straight
+ * to the presigned form's URL, which is another origin when S3 is configured.
  */
-export const CONSOLE_CSP = helmetHeaders({
-  contentSecurityPolicy: {
-    useDefaults: false,
-    directives: {
-      'default-src': ["'self'"],
-      'script-src': ["'self'"],
-      'style-src': ["'self'"],
-      'img-src': ["'self'", 'data:'],
-      'font-src': ["'self'"],
-      'connect-src': ["'self'"],
-      'object-src': ["'none'"],
-      'base-uri': ["'self'"],
-      'form-action': ["'self'"],
-      'frame-ancestors': ["'none'"],
+export function consoleCsp(uploadOrigin?: string): string {
+  return helmetHeaders({
+    contentSecurityPolicy: {
+      useDefaults: false,
+      directives: {
+        'default-src': ["'self'"],
+        'script-src': ["'self'"],
+        'style-src': ["'self'"],
+        'img-src': ["'self'", 'data:'],
+        'font-src': ["'self'"],
+        'connect-src': ["'self'", ...(uploadOrigin ? [uploadOrigin] : [])],
+        'object-src': ["'none'"],
+        'base-uri': ["'self'"],
+        'form-action': ["'self'"],
+        'frame-ancestors': ["'none'"],
+      },
     },
-  },
-})['Content-Security-Policy']!;
+  })['Content-Security-Policy']!;
+}
 
 /**
  * Serves the console built into `root` (web/dist: `index.html` and hashed `assets/`): the assets with
@@ -44,15 +48,19 @@ export const CONSOLE_CSP = helmetHeaders({
  * gzip copies written by the build are sent to browsers that accept them. Every route here is public
  * (the page signs in through the API) and left out of the OpenAPI document.
  */
-export async function registerConsole(app: FastifyInstance, options: { root: string }): Promise<void> {
+export async function registerConsole(
+  app: FastifyInstance,
+  options: { root: string; uploadOrigin?: string },
+): Promise<void> {
   const { root } = options;
+  const csp = consoleCsp(options.uploadOrigin);
   const consoleRoutes = (scope: FastifyInstance) => {
     scope.addHook('onRoute', (route) => {
       route.config = { ...route.config, public: true };
       route.schema = { ...route.schema, hide: true };
     });
     scope.addHook('onSend', (_request, reply, payload, done) => {
-      reply.header('Content-Security-Policy', CONSOLE_CSP);
+      reply.header('Content-Security-Policy', csp);
       done(null, payload);
     });
   };

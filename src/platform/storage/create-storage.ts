@@ -21,3 +21,16 @@ export async function createObjectStorage(config: Config, metrics?: Metrics): Pr
     publicBaseUrl: config.publicBaseUrl,
   });
 }
+
+/**
+ * The origin a browser sends presigned upload forms to: the service itself for the embedded store
+ * (`PUBLIC_BASE_URL/storage/<bucket>`), else the S3 endpoint, or AWS's own for the region (path style,
+ * as `S3_CLIENT_DEFAULTS` presigns). The console's Content-Security-Policy allows it in `connect-src`.
+ */
+export function storageUploadOrigin(config: Pick<Config, 'objectStorage' | 'publicBaseUrl'>): string {
+  const settings = config.objectStorage;
+  if (settings.kind === 'embedded') return new URL(config.publicBaseUrl).origin;
+  if (settings.endpoint) return new URL(settings.endpoint).origin;
+  const domain = settings.region.startsWith('cn-') ? 'amazonaws.com.cn' : 'amazonaws.com';
+  return `https://s3.${settings.region}.${domain}`;
+}

@@ -3,6 +3,7 @@ import { useApprovals } from '../approvals.tsx';
 import { problemOf } from '../api.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
+import { SearchPalette } from './search-palette.tsx';
 
 /** The frame of every signed-in page: the organization, the navigation with its counts, the person. */
 export function Shell({ children }: { children: ReactNode }) {
@@ -59,7 +60,11 @@ export function Shell({ children }: { children: ReactNode }) {
           <Link to="/app/tasks" aria-current={path.startsWith('/tasks') ? 'page' : undefined}>
             Tasks
           </Link>
+          <Link to="/app/knowledge" aria-current={path === '/knowledge' ? 'page' : undefined}>
+            Knowledge
+          </Link>
         </nav>
+        <SearchPalette />
         <UserMenu />
       </header>
       <main id="main" className="main" tabIndex={-1}>

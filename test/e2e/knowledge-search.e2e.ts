@@ -1,0 +1,324 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- axe's results are read field by field */
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
+import { runCli } from '../helpers/cli.ts';
+import { emailedTokenIn } from '../helpers/people.ts';
+import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { sampleFile } from '../helpers/sample-files.ts';
+import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
+import { until } from '../helpers/until.ts';
+
+/**
+ * The console's Knowledge page and its search palette in a real browser (docs/console.md), against a Remit
+ * process on the embedded database started here, as test/e2e/console.e2e.ts does for the inbox (its
+ * browser set-up is repeated here rather than shared, so each file stands alone). Every page is checked
+ * with axe-core and for Content-Security-Policy violations, and photographed into docs/console/.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SHOTS = path.join(ROOT, 'docs/console');
+const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+const DESKTOP = { width: 1280, height: 800 };
+const PHONE = { width: 375, height: 812 };
+const ADA = { name: 'Ada Lovelace', email: 'ada@acme.test', password: 'analytical engine 1843' };
+
+let database: ProcessDatabase;
+let server: ServerProcess;
+let browser: Browser;
+let api: RemitClient;
+let organizationUid: string;
+let context: BrowserContext;
+let page: Page;
+let invoiceUid: string;
+let approvalUid: string;
+
+async function newContext(viewport = DESKTOP) {
+  const created = await browser.newContext({ viewport, locale: 'en-US', timezoneId: 'Europe/Berlin' });
+  created.setDefaultTimeout(15_000);
+  await created.addInitScript(() => {
+    const w = window as unknown as { cspViolations: string[] };
+    w.cspViolations = [];
+    document.addEventListener('securitypolicyviolation', (event) =>
+      w.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`),
+    );
+  });
+  return created;
+}
+
+/** axe-core on the page as it is (no serious or critical violation), no CSP violation, a screenshot. */
+async function checkPage(target: Page, name: string) {
+  await target.evaluate(AXE_SOURCE);
+  const results: any = await target.evaluate(() =>
+    (window as any).axe.run(document, { resultTypes: ['violations'] }),
+  );
+  const serious = (results.violations as any[])
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map(
+      (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n: any) => n.target.join(' ')).join('; ')}`,
+    );
+  expect(serious, `axe on ${name}`).toEqual([]);
+  expect(await target.evaluate(() => (window as any).cspViolations), `CSP on ${name}`).toEqual([]);
+  await target.screenshot({ path: path.join(SHOTS, `${name}.png`) });
+}
+
+async function noSidewaysScroll(target: Page) {
+  expect(
+    await target.evaluate(() => document.documentElement.scrollWidth <= window.innerWidth),
+    'nothing scrolls sideways',
+  ).toBe(true);
+}
+
+const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+
+describe('the console: knowledge and search', { timeout: 60_000 }, () => {
+  beforeAll(async () => {
+    fs.mkdirSync(SHOTS, { recursive: true });
+    database = await processDatabase('remit-e2e-knowledge-');
+    const init = await runCli(
+      ['init', '--org', 'Acme Collections', '--email', ADA.email, '--name', ADA.name, '--json'],
+      database.env,
+    );
+    expect(init.code, init.stderr).toBe(0);
+    const created = JSON.parse(init.stdout.trim()) as { organization_uid: string; api_key: string };
+    organizationUid = created.organization_uid;
+    [server, browser] = await Promise.all([
+      startServer(database.env),
+      chromium.launch({
+        executablePath: CHROMIUM,
+        headless: true,
+        args: [
+          '--no-sandbox',
+          '--disable-gpu',
+          '--no-first-run',
+          '--disable-background-networking',
+          '--disable-component-update',
+          '--disable-sync',
+        ],
+      }),
+    ]);
+    api = createRemitClient({ baseUrl: server.url, apiKey: created.api_key });
+
+    // What search finds: a client's overdue invoice and an agent's approval about it.
+    const client = await api.POST('/api/parties', {
+      body: {
+        name: 'Globex Corporation',
+        role: 'client',
+        billing_contact: { name: 'Hank', email: 'ap@globex.test' },
+      },
+    });
+    await api.POST('/api/products', {
+      body: {
+        sku: 'CONSULT',
+        name: 'Consulting day',
+        context_type: 'PRODUCT',
+        unit_price: 61_725,
+        currency: 'EUR',
+      },
+    });
+    const invoice = await api.POST('/api/invoices', {
+      body: {
+        invoice_type: 'ACCOUNTS_RECEIVABLE',
+        invoice_number: 'AR-2001',
+        status: 'open',
+        currency: 'EUR',
+        issue_date: daysAgo(75),
+        due_date: daysAgo(45),
+        client_party_uid: client.data.uid,
+        line_items: [{ context_type: 'PRODUCT', sku: 'CONSULT', quantity: 2 }],
+      },
+    });
+    invoiceUid = invoice.data.uid;
+    const agent = await api.POST('/api/agents', {
+      body: {
+        name: 'Collector',
+        agent_type: 'collections',
+        status: 'active',
+        triggers: [{ type: 'manual' }],
+      },
+    });
+    const approval = await api.POST('/api/agents/{agent_uid}/approvals', {
+      params: { path: { agent_uid: agent.data.uid } },
+      body: {
+        title: 'Remind Globex about AR-2001',
+        reasoning: 'AR-2001 is 45 days overdue.',
+        tool_args: {
+          type: 'send_email',
+          subject: 'AR-2001 is overdue',
+          body: 'Hello',
+          invoice_uid: invoiceUid,
+        },
+        trigger: { type: 'schedule' },
+        context_entities: [{ entity_type: 'invoice', entity_uid: invoiceUid }],
+      },
+    });
+    approvalUid = approval.data.uid;
+
+    // Ada's first password, through the API (the reset page itself is console.e2e.ts's subject).
+    const publicApi = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
+    await publicApi.POST('/api/auth/password-reset', { body: { email: ADA.email } });
+    const token = await until(() => {
+      try {
+        return Promise.resolve(emailedTokenIn(database.dataDir, ADA.email, '/reset-password'));
+      } catch {
+        return Promise.resolve(undefined);
+      }
+    }, 'the reset link');
+    await publicApi.POST('/api/auth/password-reset/confirm', { body: { token, password: ADA.password } });
+
+    context = await newContext();
+    page = await context.newPage();
+    await page.goto(`${server.url}/app/sign-in`);
+    await page.getByLabel('Email').fill(ADA.email);
+    await page.getByLabel('Password', { exact: true }).fill(ADA.password);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.waitForURL(`${server.url}/app/inbox`);
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    server?.child.kill('SIGTERM');
+    if (server) await server.exited;
+    await database?.drop();
+  });
+
+  it('Knowledge: empty, then upload a document straight to storage and see it processed', async () => {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Knowledge' }).click();
+    await page.waitForURL(`${server.url}/app/knowledge`);
+    await page.getByRole('heading', { name: 'Knowledge', level: 1 }).waitFor();
+    await page.getByText('No knowledge documents yet').waitFor();
+    await expect.poll(() => page.title()).toBe('Knowledge · Remit');
+    await checkPage(page, 'knowledge-empty');
+
+    // A file the API would refuse is refused before anything is sent.
+    await page.getByLabel('Files').setInputFiles({
+      name: 'notes.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('plain text'),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page
+      .getByRole('alert')
+      .getByText(/notes\.txt is not a PDF/)
+      .waitFor();
+
+    // The upload goes to the presigned form's URL (object storage), not through the API.
+    const storagePosts: string[] = [];
+    page.on('request', (request) => {
+      if (request.method() === 'POST' && new URL(request.url()).pathname.startsWith('/storage/')) {
+        storagePosts.push(request.url());
+      }
+    });
+    await page.getByLabel('Files').setInputFiles({
+      name: 'Late fee policy.pdf',
+      mimeType: 'application/pdf',
+      buffer: sampleFile('pdf', 'Late fee policy: two percent monthly'),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    await page.getByText('Uploaded; processing started').waitFor();
+    await expect
+      .poll(() => page.getByRole('progressbar', { name: 'Late fee policy.pdf' }).getAttribute('value'))
+      .toBe('100');
+    expect(storagePosts).toEqual([`${server.url}/storage/remit`]);
+    const row = page.getByRole('row', { name: /Late fee policy\.pdf/ });
+    await row.getByText('Ready').waitFor();
+    await expect.poll(() => row.textContent()).toMatch(/PDF/);
+
+    const listed = await api.GET('/api/knowledge', {
+      params: { query: { organization_uid: organizationUid } },
+    });
+    expect(listed.data.items.map((d) => [d.filename, d.status])).toEqual([['Late fee policy.pdf', 'ready']]);
+  });
+
+  it('Knowledge: a file that cannot be read ends failed, with the reason', async () => {
+    await page.getByLabel('Files').setInputFiles({
+      name: 'Broken contract.pdf',
+      mimeType: 'application/pdf',
+      buffer: Buffer.from('%PDF-1.7\nthis is not really a PDF\n'),
+    });
+    await page.getByRole('button', { name: 'Upload' }).click();
+    const row = page.getByRole('row', { name: /Broken contract\.pdf/ });
+    await row.getByText('Failed').waitFor();
+    await row.getByText(/could not be read/).waitFor();
+    await checkPage(page, 'knowledge');
+  });
+
+  it('Knowledge at 375 px', async () => {
+    const phone = await newContext(PHONE);
+    await phone.addCookies(await context.cookies());
+    const small = await phone.newPage();
+    await small.goto(`${server.url}/app/knowledge`);
+    await small.getByRole('row', { name: /Late fee policy\.pdf/ }).waitFor();
+    await noSidewaysScroll(small);
+    await checkPage(small, 'knowledge-phone');
+    await phone.close();
+  });
+
+  it('search: Ctrl-K opens a labelled dialog; type, arrows, Enter opens the result; Esc closes and focus returns', async () => {
+    await page.goto(`${server.url}/app/inbox`);
+    await page.getByText('Remind Globex about AR-2001').first().waitFor();
+    const button = page.getByRole('button', { name: /^Search/ });
+    await button.focus();
+    await page.keyboard.press('Control+k');
+    const dialog = page.getByRole('dialog', { name: 'Search' });
+    await dialog.waitFor();
+    const box = dialog.getByRole('combobox', { name: 'Search invoices, tasks and knowledge' });
+    await expect.poll(() => box.evaluate((el) => el === document.activeElement)).toBe(true);
+    // Recent items before anything is typed.
+    await dialog.getByText('Recent').waitFor();
+
+    await page.keyboard.type('Globex');
+    await dialog.getByText('Results', { exact: true }).waitFor();
+    const options = dialog.getByRole('option');
+    await expect
+      .poll(async () => (await options.allTextContents()).join(' | '))
+      .toMatch(/AR-2001.*Remind Globex|Remind Globex.*AR-2001/);
+    await checkPage(page, 'search');
+    // Tab stays in the dialog (the page behind it is inert).
+    for (const expected of ['Close', 'Search invoices, tasks and knowledge', 'Close']) {
+      await page.keyboard.press('Tab');
+      expect(
+        await page.evaluate(
+          () =>
+            document.activeElement?.closest('dialog') &&
+            (document.activeElement.getAttribute('aria-label') ?? document.activeElement.textContent),
+        ),
+      ).toBe(expected);
+    }
+    await box.focus();
+
+    // Arrows move the active option; Enter on the pending approval opens it in the inbox.
+    const labels = await dialog.locator('.search-label').allTextContents();
+    const approvalIndex = labels.indexOf('Remind Globex about AR-2001');
+    for (let i = 0; i < approvalIndex; i++) await page.keyboard.press('ArrowDown');
+    expect(await box.getAttribute('aria-activedescendant')).toBe(
+      await options.nth(approvalIndex).getAttribute('id'),
+    );
+    await page.keyboard.press('Enter');
+    await page.waitForURL(`${server.url}/app/inbox/${approvalUid}`);
+    expect(await dialog.isVisible()).toBe(false);
+
+    // The invoice opens its page; Esc closes without going anywhere, focus back on the button.
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('AR-2001');
+    await dialog.locator('.search-result', { hasText: 'Invoice' }).waitFor();
+    await page.keyboard.press('Escape');
+    expect(await dialog.isVisible()).toBe(false);
+    await button.click();
+    await page.keyboard.type('AR-2001');
+    await dialog.locator('.search-result', { hasText: 'Invoice' }).click();
+    await page.waitForURL(`${server.url}/app/invoices/${invoiceUid}`);
+    await page.keyboard.press('Control+k');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => button.evaluate((el) => el === document.activeElement)).toBe(true);
+
+    // Nothing found says so.
+    await page.keyboard.press('Control+k');
+    await page.keyboard.type('zzzz-nothing');
+    await dialog.getByText('Nothing matches “zzzz-nothing”.').waitFor();
+    await page.keyboard.press('Escape');
+  });
+});
