@@ -1,16 +1,19 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- axe's results are read field by field */
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import os from 'node:os';
-import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
-import { runCli } from '../helpers/cli.ts';
+import { type RemitClient } from '../../packages/client/src/index.ts';
 import { emailedTokenIn, totpCode } from '../helpers/people.ts';
-import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
+import { type ServerProcess } from '../helpers/processes.ts';
+import { type ProcessDatabase } from '../helpers/test-database.ts';
 import { until } from '../helpers/until.ts';
+import {
+  ADA,
+  checkPage as checkPageOnce,
+  daysAgo,
+  DESKTOP,
+  newContext as newBrowserContext,
+  PHONE,
+  startConsoleRun,
+} from './harness.ts';
 
 /**
  * The console in a real browser (docs/console.md): Debian's Chromium driven by playwright-core against
@@ -20,18 +23,6 @@ import { until } from '../helpers/until.ts';
  * photographed into docs/console/.
  */
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-// Into docs/console/ when asked (E2E_SCREENSHOTS=docs, to refresh the committed ones); otherwise a
-// scratch folder, so an ordinary run leaves the working tree as it found it.
-const SHOTS =
-  process.env.E2E_SCREENSHOTS === 'docs'
-    ? path.join(ROOT, 'docs/console')
-    : path.join(os.tmpdir(), 'remit-e2e-screenshots');
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 375, height: 812 };
-
-const ADA = { name: 'Ada Lovelace', email: 'ada@acme.test', password: 'analytical engine 1843' };
 const GRACE = { name: 'Grace Hopper', email: 'grace@acme.test', password: 'compile the nanoseconds' };
 
 let database: ProcessDatabase;
@@ -48,53 +39,12 @@ let invoiceUid: string;
 /** Pages checked with axe-core, named. */
 const checked: string[] = [];
 
-async function newContext(
-  viewport = DESKTOP,
-  storageState?: Awaited<ReturnType<BrowserContext['storageState']>>,
-) {
-  const context = await browser.newContext({
-    viewport,
-    locale: 'en-US',
-    timezoneId: 'Europe/Berlin',
-    ...(storageState ? { storageState } : {}),
-  });
-  context.setDefaultTimeout(15_000);
-  // Every Content-Security-Policy violation of the page is kept, to be checked with axe.
-  await context.addInitScript(() => {
-    const w = window as unknown as { cspViolations: string[] };
-    w.cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (event) =>
-      w.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`),
-    );
-  });
-  return context;
-}
+const newContext = (viewport = DESKTOP, storageState?: Awaited<ReturnType<BrowserContext['storageState']>>) =>
+  newBrowserContext(browser, viewport, storageState);
 
-/** axe-core on the page as it is (no serious or critical violation), no CSP violation, a screenshot. */
+/** The harness's check of a page, remembered by name. */
 async function checkPage(page: Page, name: string, options: { fullPage?: boolean } = {}) {
-  // Evaluated through DevTools, as an extension would: the page's CSP (rightly) refuses inline scripts.
-  await page.evaluate(AXE_SOURCE);
-  const results: any = await page.evaluate(() =>
-    (window as any).axe.run(document, { resultTypes: ['violations'] }),
-  );
-  const serious = (results.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n: any) => n.target.join(' ')).join('; ')}`,
-    );
-  expect(serious, `axe on ${name}`).toEqual([]);
-  expect(await page.evaluate(() => (window as any).cspViolations), `CSP on ${name}`).toEqual([]);
-  const file = path.join(SHOTS, `${name}.png`);
-  if (options.fullPage) {
-    // The whole page in a window as tall as it, so what sticks to the window's bottom sits in its place.
-    const viewport = page.viewportSize()!;
-    const height = await page.evaluate(() => document.documentElement.scrollHeight);
-    await page.setViewportSize({ width: viewport.width, height: Math.max(height, viewport.height) });
-    await page.screenshot({ path: file });
-    await page.setViewportSize(viewport);
-  } else {
-    await page.screenshot({ path: file });
-  }
+  await checkPageOnce(page, name, options);
   checked.push(name);
 }
 
@@ -167,36 +117,9 @@ async function holdPolls(page: Page) {
   };
 }
 
-const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
-
 describe('the console in a browser', { timeout: 60_000 }, () => {
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
-    database = await processDatabase('remit-e2e-');
-    const init = await runCli(
-      ['init', '--org', 'Acme Collections', '--email', ADA.email, '--name', ADA.name, '--json'],
-      database.env,
-    );
-    expect(init.code, init.stderr).toBe(0);
-    const created = JSON.parse(init.stdout.trim()) as { organization_uid: string; api_key: string };
-    organizationUid = created.organization_uid;
-    [server, browser] = await Promise.all([
-      startServer(database.env),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        // A fresh profile per launch; nothing may reach the network but the server under test.
-        args: [
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      }),
-    ]);
-    api = createRemitClient({ baseUrl: server.url, apiKey: created.api_key });
+    ({ database, server, browser, api, organizationUid } = await startConsoleRun('remit-e2e-'));
 
     // What the collections agent's reminders are about: an overdue receivable of a client, and the
     // account the approved reminder is sent from.

@@ -1,30 +1,26 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- axe's results are read field by field */
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
-import { runCli } from '../helpers/cli.ts';
 import { emailedTokenIn } from '../helpers/people.ts';
-import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
+import { type ServerProcess } from '../helpers/processes.ts';
 import { sampleFile } from '../helpers/sample-files.ts';
-import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
+import { type ProcessDatabase } from '../helpers/test-database.ts';
 import { until } from '../helpers/until.ts';
+import {
+  ADA,
+  checkPage,
+  daysAgo,
+  DESKTOP,
+  newContext as newBrowserContext,
+  PHONE,
+  startConsoleRun,
+} from './harness.ts';
 
 /**
  * The console's Knowledge page and its search palette in a real browser (docs/console.md), against a Remit
- * process on the embedded database started here, as test/e2e/console.e2e.ts does for the inbox (its
- * browser set-up is repeated here rather than shared, so each file stands alone). Every page is checked
+ * process on the embedded database started here, as test/e2e/console.e2e.ts does for the inbox. Every page is checked
  * with axe-core and for Content-Security-Policy violations, and photographed into docs/console/.
  */
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = path.join(ROOT, 'docs/console');
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 375, height: 812 };
-const ADA = { name: 'Ada Lovelace', email: 'ada@acme.test', password: 'analytical engine 1843' };
 
 let database: ProcessDatabase;
 let server: ServerProcess;
@@ -36,34 +32,7 @@ let page: Page;
 let invoiceUid: string;
 let approvalUid: string;
 
-async function newContext(viewport = DESKTOP) {
-  const created = await browser.newContext({ viewport, locale: 'en-US', timezoneId: 'Europe/Berlin' });
-  created.setDefaultTimeout(15_000);
-  await created.addInitScript(() => {
-    const w = window as unknown as { cspViolations: string[] };
-    w.cspViolations = [];
-    document.addEventListener('securitypolicyviolation', (event) =>
-      w.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`),
-    );
-  });
-  return created;
-}
-
-/** axe-core on the page as it is (no serious or critical violation), no CSP violation, a screenshot. */
-async function checkPage(target: Page, name: string) {
-  await target.evaluate(AXE_SOURCE);
-  const results: any = await target.evaluate(() =>
-    (window as any).axe.run(document, { resultTypes: ['violations'] }),
-  );
-  const serious = (results.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n: any) => n.target.join(' ')).join('; ')}`,
-    );
-  expect(serious, `axe on ${name}`).toEqual([]);
-  expect(await target.evaluate(() => (window as any).cspViolations), `CSP on ${name}`).toEqual([]);
-  await target.screenshot({ path: path.join(SHOTS, `${name}.png`) });
-}
+const newContext = (viewport = DESKTOP) => newBrowserContext(browser, viewport);
 
 async function noSidewaysScroll(target: Page) {
   expect(
@@ -72,35 +41,9 @@ async function noSidewaysScroll(target: Page) {
   ).toBe(true);
 }
 
-const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
-
 describe('the console: knowledge and search', { timeout: 60_000 }, () => {
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
-    database = await processDatabase('remit-e2e-knowledge-');
-    const init = await runCli(
-      ['init', '--org', 'Acme Collections', '--email', ADA.email, '--name', ADA.name, '--json'],
-      database.env,
-    );
-    expect(init.code, init.stderr).toBe(0);
-    const created = JSON.parse(init.stdout.trim()) as { organization_uid: string; api_key: string };
-    organizationUid = created.organization_uid;
-    [server, browser] = await Promise.all([
-      startServer(database.env),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      }),
-    ]);
-    api = createRemitClient({ baseUrl: server.url, apiKey: created.api_key });
+    ({ database, server, browser, api, organizationUid } = await startConsoleRun('remit-e2e-knowledge-'));
 
     // What search finds: a client's overdue invoice and an agent's approval about it.
     const client = await api.POST('/api/parties', {

@@ -1,29 +1,18 @@
-/* eslint-disable @typescript-eslint/no-explicit-any -- axe's results are read field by field */
-import fs from 'node:fs';
-import { createRequire } from 'node:module';
-import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
-import { runCli } from '../helpers/cli.ts';
 import { emailedTokenIn } from '../helpers/people.ts';
-import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
-import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
+import { type ServerProcess } from '../helpers/processes.ts';
+import { type ProcessDatabase } from '../helpers/test-database.ts';
 import { until } from '../helpers/until.ts';
+import { ADA, checkPage, daysAgo, DESKTOP, PHONE, startConsoleRun } from './harness.ts';
 
 /**
  * The console's work pages in a real browser (docs/console.md): invoice lists with filters, sorting and
  * pages in the address bar, an invoice's page (payments, comments), the task list and a task edited.
- * The same harness as console.e2e.ts: a Remit process on the embedded database, Debian's Chromium,
- * axe-core and the CSP checked on every page, screenshots into docs/console/.
+ * The shared harness (harness.ts): a Remit process on the embedded database, Debian's Chromium,
+ * axe-core and the CSP checked on every page, a screenshot of each.
  */
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SHOTS = path.join(ROOT, 'docs/console');
-const AXE_SOURCE = fs.readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const DESKTOP = { width: 1280, height: 800 };
-const PHONE = { width: 375, height: 812 };
-const ADA = { name: 'Ada Lovelace', email: 'ada@acme.test', password: 'analytical engine 1843' };
 
 let database: ProcessDatabase;
 let server: ServerProcess;
@@ -34,54 +23,16 @@ let adaUid: string;
 const invoices: Record<string, string> = {};
 const tasks: Record<string, string> = {};
 
-async function checkPage(name: string, options: { fullPage?: boolean } = {}) {
-  await page.evaluate(AXE_SOURCE);
-  const results: any = await page.evaluate(() =>
-    (window as any).axe.run(document, { resultTypes: ['violations'] }),
-  );
-  const serious = (results.violations as any[])
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
-    .map(
-      (v) => `${v.id} (${v.impact}): ${v.help} — ${v.nodes.map((n: any) => n.target.join(' ')).join('; ')}`,
-    );
-  expect(serious, `axe on ${name}`).toEqual([]);
-  expect(await page.evaluate(() => (window as any).cspViolations), `CSP on ${name}`).toEqual([]);
-  await page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: options.fullPage ?? false });
-}
+const check = (name: string, options: { fullPage?: boolean } = {}) => checkPage(page, name, options);
 
 const noSidewaysScroll = () =>
   page.evaluate(() => document.documentElement.scrollWidth <= document.documentElement.clientWidth);
 
-const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 const rows = () => page.locator('table.data-table tbody tr');
 
 describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
   beforeAll(async () => {
-    fs.mkdirSync(SHOTS, { recursive: true });
-    database = await processDatabase('remit-e2e-work-');
-    const init = await runCli(
-      ['init', '--org', 'Acme Collections', '--email', ADA.email, '--name', ADA.name, '--json'],
-      database.env,
-    );
-    expect(init.code, init.stderr).toBe(0);
-    const created = JSON.parse(init.stdout.trim()) as { api_key: string; user_uid: string };
-    adaUid = created.user_uid;
-    [server, browser] = await Promise.all([
-      startServer(database.env),
-      chromium.launch({
-        executablePath: CHROMIUM,
-        headless: true,
-        args: [
-          '--no-sandbox',
-          '--disable-gpu',
-          '--no-first-run',
-          '--disable-background-networking',
-          '--disable-component-update',
-          '--disable-sync',
-        ],
-      }),
-    ]);
-    api = createRemitClient({ baseUrl: server.url, apiKey: created.api_key });
+    ({ database, server, browser, api, adaUid } = await startConsoleRun('remit-e2e-work-'));
 
     // Ada's first password, through the emailed reset link (the sign-in pages are console.e2e.ts's).
     const open = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
@@ -230,7 +181,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
     await page.getByText('Page 1 of 2 · 30 invoices').waitFor();
     // The newest issue date first: AR-1044 (due in 20 days).
     expect(await rows().first().locator('td').first().textContent()).toBe('AR-1044');
-    await checkPage('invoices');
+    await check('invoices');
 
     await page.getByRole('link', { name: 'Next →' }).click();
     await page.waitForURL(/page=2$/);
@@ -268,7 +219,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
     await page.getByLabel('Status').selectOption('paid');
     await page.getByRole('button', { name: 'Apply filters' }).click();
     await page.getByText('No invoice matches these filters').waitFor();
-    await checkPage('invoices-empty');
+    await check('invoices-empty');
   });
 
   it('payables in their own tab', async () => {
@@ -277,7 +228,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
     await expect.poll(() => rows().count()).toBe(1);
     expect(await rows().first().textContent()).toContain('Paper Supplies Ltd');
     expect(await page.getByLabel('Status').locator('option').allTextContents()).toContain('In review');
-    await checkPage('invoices-payable');
+    await check('invoices-payable');
   });
 
   it("an invoice's page: amounts, lines, payments, comments (one added), sync state", async () => {
@@ -307,14 +258,14 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
       params: { path: { uid: invoices['AR-1042']! } },
     });
     expect(data.comments?.map((c) => c.text)).toContain('Called Hank: €734.50 on Friday.');
-    await checkPage('invoice', { fullPage: true });
+    await check('invoice', { fullPage: true });
   });
 
   it('tasks: filters in the address bar, a task edited, its change log; an approval links to the inbox', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Tasks' }).click();
     await page.waitForURL(`${server.url}/app/tasks`);
     await expect.poll(() => rows().count()).toBe(3);
-    await checkPage('tasks');
+    await check('tasks');
 
     await page.getByLabel('Priority').selectOption('high');
     await page.getByRole('button', { name: 'Apply filters' }).click();
@@ -356,7 +307,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
       priority: 'urgent',
       assign_to: { type: 'user', user_uid: adaUid },
     });
-    await checkPage('task', { fullPage: true });
+    await check('task', { fullPage: true });
   });
 
   it('at 375 px: the lists and an invoice fit the width', async () => {
@@ -364,7 +315,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
     await page.goto(`${server.url}/app/invoices`);
     await expect.poll(() => rows().count()).toBe(25);
     expect(await noSidewaysScroll()).toBe(true);
-    await checkPage('invoices-phone');
+    await check('invoices-phone');
     await page.goto(`${server.url}/app/invoices/${invoices['AR-1042']}`);
     await page.getByRole('heading', { name: 'Invoice AR-1042' }).waitFor();
     expect(await noSidewaysScroll()).toBe(true);
