@@ -104,14 +104,18 @@ describe('switches', () => {
       ...config({ error: false }),
     });
     expect((await runAgent(t, org.key, quietFail.uid)).attributes.status).toBe('failed');
-    expect(await listNotes(quiet.uid, org.key)).toEqual([]);
-    expect(await listNotes(quietFail.uid, org.key)).toEqual([]);
-    expect(postsSince(before)).toEqual([]);
 
     const loud = await createAgent(t, org.key, { status: 'active', agent_type: 'note_ok', ...config() });
     await runAgent(t, org.key, loud.uid);
-    const notes = await listNotes(loud.uid, org.key);
+    // The run shows `completed` before its job records and posts the note: wait for the note.
+    const notes = await until(async () => {
+      const found = await listNotes(loud.uid, org.key);
+      return found.length > 0 && found;
+    }, 'the loud run’s note');
     expect(notes.map((n) => [n.event, n.delivery_status])).toEqual([['outcome', 'sent']]);
+    // The quiet runs ended before the loud one was started: nothing of theirs was recorded or posted.
+    expect(await listNotes(quiet.uid, org.key)).toEqual([]);
+    expect(await listNotes(quietFail.uid, org.key)).toEqual([]);
     expect(postsSince(before).map((r) => r.params.text)).toEqual([notes[0]!.text]);
   });
 
