@@ -16,6 +16,7 @@ const InvoicePage = lazy(() => import('./pages/invoice.tsx'));
 const TasksPage = lazy(() => import('./pages/tasks.tsx'));
 const TaskPage = lazy(() => import('./pages/task.tsx'));
 const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
+const MetricsPage = lazy(() => import('./pages/metrics.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -86,6 +87,7 @@ function SignedInPage({ path }: { path: string }) {
   const work = workPage(path);
   if (work) return <LazyPage page={work} />;
   if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
+  if (path === '/metrics') return <LazyPage page={<MetricsPage />} />;
   return <NotFound />;
 }
 

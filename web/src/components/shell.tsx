@@ -63,6 +63,9 @@ export function Shell({ children }: { children: ReactNode }) {
           <Link to="/app/knowledge" aria-current={path === '/knowledge' ? 'page' : undefined}>
             Knowledge
           </Link>
+          <Link to="/app/metrics" aria-current={path === '/metrics' ? 'page' : undefined}>
+            Metrics
+          </Link>
         </nav>
         <SearchPalette />
         <UserMenu />
