@@ -7,8 +7,10 @@ import { chromium, type Browser, type BrowserContext, type Page } from 'playwrig
 import { expect } from 'vitest';
 import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
 import { runCli } from '../helpers/cli.ts';
+import { emailedTokenIn } from '../helpers/people.ts';
 import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
 import { processDatabase, type ProcessDatabase } from '../helpers/test-database.ts';
+import { until } from '../helpers/until.ts';
 
 /**
  * What every browser test of the console shares: a Remit process on an embedded database of its own
@@ -129,4 +131,35 @@ export async function checkPage(page: Page, name: string, options: { fullPage?: 
   } else {
     await page.screenshot({ path: file });
   }
+}
+
+/** Ada's first password, set through the emailed reset link by the API (the pages are console.e2e.ts's). */
+export async function setFirstPassword(run: Pick<ConsoleRun, 'server' | 'database'>, person = ADA) {
+  const open = createRemitClient({ baseUrl: run.server.url, maxRetries: 0 });
+  await open.POST('/api/auth/password-reset', { body: { email: person.email } });
+  const token = await until(() => {
+    try {
+      return Promise.resolve(emailedTokenIn(run.database.dataDir, person.email, '/reset-password'));
+    } catch {
+      return Promise.resolve(undefined);
+    }
+  }, 'the reset link');
+  await open.POST('/api/auth/password-reset/confirm', { body: { token, password: person.password } });
+}
+
+/** Signs in on the sign-in page and waits for the inbox. */
+export async function signIn(page: Page, serverUrl: string, person = ADA) {
+  await page.goto(`${serverUrl}/app/sign-in`);
+  await page.getByLabel('Email').fill(person.email);
+  await page.getByLabel('Password', { exact: true }).fill(person.password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL(`${serverUrl}/app/inbox`);
+}
+
+/** Closes the browser, stops the server and drops its database (what a run started). */
+export async function stopConsoleRun(run: Partial<Pick<ConsoleRun, 'browser' | 'server' | 'database'>>) {
+  await run.browser?.close();
+  run.server?.child.kill('SIGTERM');
+  if (run.server) await run.server.exited;
+  await run.database?.drop();
 }

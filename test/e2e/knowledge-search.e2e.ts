@@ -1,19 +1,19 @@
 import { type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
-import { emailedTokenIn } from '../helpers/people.ts';
+import { type RemitClient } from '../../packages/client/src/index.ts';
 import { type ServerProcess } from '../helpers/processes.ts';
 import { sampleFile } from '../helpers/sample-files.ts';
 import { type ProcessDatabase } from '../helpers/test-database.ts';
-import { until } from '../helpers/until.ts';
 import {
-  ADA,
   checkPage,
   daysAgo,
   DESKTOP,
   newContext as newBrowserContext,
   PHONE,
+  setFirstPassword,
+  signIn,
   startConsoleRun,
+  stopConsoleRun,
 } from './harness.ts';
 
 /**
@@ -100,33 +100,14 @@ describe('the console: knowledge and search', { timeout: 60_000 }, () => {
     });
     approvalUid = approval.data.uid;
 
-    // Ada's first password, through the API (the reset page itself is console.e2e.ts's subject).
-    const publicApi = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
-    await publicApi.POST('/api/auth/password-reset', { body: { email: ADA.email } });
-    const token = await until(() => {
-      try {
-        return Promise.resolve(emailedTokenIn(database.dataDir, ADA.email, '/reset-password'));
-      } catch {
-        return Promise.resolve(undefined);
-      }
-    }, 'the reset link');
-    await publicApi.POST('/api/auth/password-reset/confirm', { body: { token, password: ADA.password } });
+    await setFirstPassword({ server, database });
 
     context = await newContext();
     page = await context.newPage();
-    await page.goto(`${server.url}/app/sign-in`);
-    await page.getByLabel('Email').fill(ADA.email);
-    await page.getByLabel('Password', { exact: true }).fill(ADA.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${server.url}/app/inbox`);
+    await signIn(page, server.url);
   }, 120_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    server?.child.kill('SIGTERM');
-    if (server) await server.exited;
-    await database?.drop();
-  });
+  afterAll(() => stopConsoleRun({ browser, server, database }));
 
   it('Knowledge: empty, then upload a document straight to storage and see it processed', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Knowledge' }).click();

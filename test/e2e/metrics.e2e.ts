@@ -1,13 +1,20 @@
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
+import { type RemitClient } from '../../packages/client/src/index.ts';
 import { formatDate, formatMoney } from '../../web/src/format.ts';
 import { runCli } from '../helpers/cli.ts';
-import { emailedTokenIn } from '../helpers/people.ts';
 import { type ServerProcess } from '../helpers/processes.ts';
 import { type ProcessDatabase } from '../helpers/test-database.ts';
-import { until } from '../helpers/until.ts';
-import { ADA, checkPage, daysAgo, newContext, PHONE, startConsoleRun } from './harness.ts';
+import {
+  checkPage,
+  daysAgo,
+  newContext,
+  PHONE,
+  startConsoleRun,
+  setFirstPassword,
+  signIn,
+  stopConsoleRun,
+} from './harness.ts';
 
 /**
  * The console's Receivables metrics page in a real browser (docs/console.md#metrics): the empty state
@@ -46,16 +53,7 @@ describe('the console: receivables metrics', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     ({ database, server, browser, api, organizationUid } = await startConsoleRun('remit-e2e-metrics-'));
 
-    const open = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
-    await open.POST('/api/auth/password-reset', { body: { email: ADA.email } });
-    const token = await until(() => {
-      try {
-        return Promise.resolve(emailedTokenIn(database.dataDir, ADA.email, '/reset-password'));
-      } catch {
-        return Promise.resolve(undefined);
-      }
-    }, 'the reset link');
-    await open.POST('/api/auth/password-reset/confirm', { body: { token, password: ADA.password } });
+    await setFirstPassword({ server, database });
 
     const globex = await api.POST('/api/parties', { body: { name: 'Globex Corporation', role: 'client' } });
     await api.POST('/api/products', {
@@ -94,19 +92,10 @@ describe('the console: receivables metrics', { timeout: 60_000 }, () => {
 
     const context = await newContext(browser);
     page = await context.newPage();
-    await page.goto(`${server.url}/app/sign-in`);
-    await page.getByLabel('Email').fill(ADA.email);
-    await page.getByLabel('Password', { exact: true }).fill(ADA.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${server.url}/app/inbox`);
+    await signIn(page, server.url);
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    server?.child.kill('SIGTERM');
-    if (server) await server.exited;
-    await database?.drop();
-  });
+  afterAll(() => stopConsoleRun({ browser, server, database }));
 
   it('before any value: the empty state says how values get computed', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Metrics' }).click();

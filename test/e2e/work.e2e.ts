@@ -1,11 +1,19 @@
 import { type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRemitClient, type RemitClient } from '../../packages/client/src/index.ts';
-import { emailedTokenIn } from '../helpers/people.ts';
+import { type RemitClient } from '../../packages/client/src/index.ts';
 import { type ServerProcess } from '../helpers/processes.ts';
 import { type ProcessDatabase } from '../helpers/test-database.ts';
-import { until } from '../helpers/until.ts';
-import { ADA, checkPage, daysAgo, DESKTOP, PHONE, startConsoleRun } from './harness.ts';
+import {
+  checkPage,
+  daysAgo,
+  DESKTOP,
+  PHONE,
+  startConsoleRun,
+  setFirstPassword,
+  signIn,
+  stopConsoleRun,
+  newContext,
+} from './harness.ts';
 
 /**
  * The console's work pages in a real browser (docs/console.md): invoice lists with filters, sorting and
@@ -34,17 +42,7 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     ({ database, server, browser, api, adaUid } = await startConsoleRun('remit-e2e-work-'));
 
-    // Ada's first password, through the emailed reset link (the sign-in pages are console.e2e.ts's).
-    const open = createRemitClient({ baseUrl: server.url, maxRetries: 0 });
-    await open.POST('/api/auth/password-reset', { body: { email: ADA.email } });
-    const token = await until(() => {
-      try {
-        return Promise.resolve(emailedTokenIn(database.dataDir, ADA.email, '/reset-password'));
-      } catch {
-        return Promise.resolve(undefined);
-      }
-    }, 'the reset link');
-    await open.POST('/api/auth/password-reset/confirm', { body: { token, password: ADA.password } });
+    await setFirstPassword({ server, database });
 
     const globex = await api.POST('/api/parties', {
       body: {
@@ -145,33 +143,12 @@ describe('the console: invoices and tasks', { timeout: 60_000 }, () => {
       })
     ).data.uid;
 
-    const context = await browser.newContext({
-      viewport: DESKTOP,
-      locale: 'en-US',
-      timezoneId: 'Europe/Berlin',
-    });
-    context.setDefaultTimeout(15_000);
-    await context.addInitScript(() => {
-      const w = window as unknown as { cspViolations: string[] };
-      w.cspViolations = [];
-      document.addEventListener('securitypolicyviolation', (event) =>
-        w.cspViolations.push(`${event.violatedDirective} ${event.blockedURI}`),
-      );
-    });
+    const context = await newContext(browser);
     page = await context.newPage();
-    await page.goto(`${server.url}/app/sign-in`);
-    await page.getByLabel('Email').fill(ADA.email);
-    await page.getByLabel('Password', { exact: true }).fill(ADA.password);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(`${server.url}/app/inbox`);
+    await signIn(page, server.url);
   }, 180_000);
 
-  afterAll(async () => {
-    await browser?.close();
-    server?.child.kill('SIGTERM');
-    if (server) await server.exited;
-    await database?.drop();
-  });
+  afterAll(() => stopConsoleRun({ browser, server, database }));
 
   it('receivables: newest first, pages, a filter kept in the address bar through a reload, sorting', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Invoices' }).click();
