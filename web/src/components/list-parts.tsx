@@ -1,5 +1,7 @@
 import type { ReactNode } from 'react';
-import { ariaSort } from '../list-query.ts';
+import { ariaSort, labelOf } from '../list-query.ts';
+import type { Resource } from '../use-resource.ts';
+import { Empty, Loading, Problem } from './states.tsx';
 import { Link } from '../router.tsx';
 
 /**
@@ -75,5 +77,69 @@ export function TableBox({ label, children }: { label: string; children: ReactNo
     <div className="table-box" tabIndex={0} role="region" aria-label={label}>
       {children}
     </div>
+  );
+}
+
+/** An `<option>` per value, named as the lists name it (`in_review` → "In review"). */
+export function LabelledOptions({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((value) => (
+        <option key={value} value={value}>
+          {labelOf(value)}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** A filter form's buttons: apply, and a link back to the whole list once something is filtered. */
+export function FilterActions({ filtered, clearTo }: { filtered: boolean; clearTo: string }) {
+  return (
+    <div className="filter-actions">
+      <button type="submit" className="button button-primary">
+        Apply filters
+      </button>
+      {filtered && (
+        <Link to={clearTo} className="link-button">
+          Clear filters
+        </Link>
+      )}
+    </div>
+  );
+}
+
+/**
+ * A list's loading, error and empty states (each list page shows its own table once there are
+ * items): `noun` names what is listed ("invoices"), `emptyTitle` what an empty page says.
+ */
+export function ListStates({
+  list,
+  noun,
+  emptyTitle,
+  filtered,
+  clearTo,
+  onRetry,
+}: {
+  list: Resource<{ items: readonly unknown[] }>;
+  noun: string;
+  emptyTitle: string;
+  filtered: boolean;
+  clearTo: string;
+  onRetry: () => void;
+}) {
+  if (list.status === 'loading') return <Loading label={`Loading ${noun}…`} />;
+  if (list.status === 'error') {
+    return <Problem title={`The ${noun} could not be loaded`} message={list.message} onRetry={onRetry} />;
+  }
+  if (list.data.items.length > 0) return null;
+  return (
+    <Empty title={emptyTitle}>
+      {filtered && (
+        <p>
+          <Link to={clearTo}>Clear the filters</Link>
+        </p>
+      )}
+    </Empty>
   );
 }

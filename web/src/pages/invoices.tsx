@@ -1,7 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import type { SuccessBody } from '@remit/client';
-import { Pager, SortHeader, TableBox } from '../components/list-parts.tsx';
-import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
+import {
+  FilterActions,
+  LabelledOptions,
+  ListStates,
+  Pager,
+  SortHeader,
+  TableBox,
+} from '../components/list-parts.tsx';
+import { useDocumentTitle } from '../components/states.tsx';
 import { formatDate, formatMoney } from '../format.ts';
 import {
   INVOICE_DEFAULTS,
@@ -134,11 +141,7 @@ export default function InvoicesPage({ kind }: { kind: InvoiceKind }) {
           <label htmlFor="f-status">Status</label>
           <select id="f-status" name="status" defaultValue={filters.status}>
             <option value="">Any</option>
-            {INVOICE_STATUSES[kind].map((s) => (
-              <option key={s} value={s}>
-                {labelOf(s)}
-              </option>
-            ))}
+            <LabelledOptions values={INVOICE_STATUSES[kind]} />
           </select>
         </div>
         {kind === 'receivable' ? (
@@ -181,35 +184,17 @@ export default function InvoicesPage({ kind }: { kind: InvoiceKind }) {
           <label htmlFor="f-issued-to">Issued until</label>
           <input id="f-issued-to" name="issue_date_to" type="date" defaultValue={filters.issue_date_to} />
         </div>
-        <div className="filter-actions">
-          <button type="submit" className="button button-primary">
-            Apply filters
-          </button>
-          {filtered && (
-            <Link to={listPath(kind)} className="link-button">
-              Clear filters
-            </Link>
-          )}
-        </div>
+        <FilterActions filtered={filtered} clearTo={listPath(kind)} />
       </form>
 
-      {list.status === 'loading' && <Loading label="Loading invoices…" />}
-      {list.status === 'error' && (
-        <Problem
-          title="The invoices could not be loaded"
-          message={list.message}
-          onRetry={() => setAttempt((n) => n + 1)}
-        />
-      )}
-      {list.status === 'ready' && list.data.items.length === 0 && (
-        <Empty title={filtered ? 'No invoice matches these filters' : `No ${kind} invoices yet`}>
-          {filtered && (
-            <p>
-              <Link to={listPath(kind)}>Clear the filters</Link>
-            </p>
-          )}
-        </Empty>
-      )}
+      <ListStates
+        list={list}
+        noun="invoices"
+        emptyTitle={filtered ? 'No invoice matches these filters' : `No ${kind} invoices yet`}
+        filtered={filtered}
+        clearTo={listPath(kind)}
+        onRetry={() => setAttempt((n) => n + 1)}
+      />
       {list.status === 'ready' && list.data.items.length > 0 && (
         <>
           <TableBox label={kind === 'receivable' ? 'Receivable invoices' : 'Payable invoices'}>

@@ -3,6 +3,7 @@ import { problemOf, type WorkTask } from '../api.ts';
 import { decisionText } from '../components/approval-detail.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
 import { formatAgo, formatDate, formatDateTime } from '../format.ts';
+import { LabelledOptions } from '../components/list-parts.tsx';
 import { labelOf, TASK_PRIORITIES, TASK_STATUSES } from '../list-query.ts';
 import { Link } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
@@ -181,21 +182,13 @@ function EditTask({ task, onSaved }: { task: WorkTask; onSaved: (task: WorkTask)
           <div className="field">
             <label htmlFor="task-status">Status</label>
             <select id="task-status" value={status} onChange={(event) => setStatus(event.target.value)}>
-              {TASK_STATUSES.map((s) => (
-                <option key={s} value={s}>
-                  {labelOf(s)}
-                </option>
-              ))}
+              <LabelledOptions values={TASK_STATUSES} />
             </select>
           </div>
           <div className="field">
             <label htmlFor="task-priority">Priority</label>
             <select id="task-priority" value={priority} onChange={(event) => setPriority(event.target.value)}>
-              {TASK_PRIORITIES.map((s) => (
-                <option key={s} value={s}>
-                  {labelOf(s)}
-                </option>
-              ))}
+              <LabelledOptions values={TASK_PRIORITIES} />
             </select>
           </div>
           <div className="field">

@@ -1,7 +1,14 @@
 import { useState, type FormEvent } from 'react';
 import type { WorkTask } from '../api.ts';
-import { Pager, SortHeader, TableBox } from '../components/list-parts.tsx';
-import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
+import {
+  FilterActions,
+  LabelledOptions,
+  ListStates,
+  Pager,
+  SortHeader,
+  TableBox,
+} from '../components/list-parts.tsx';
+import { useDocumentTitle } from '../components/states.tsx';
 import { formatAgo, formatDate, formatDateTime } from '../format.ts';
 import {
   labelOf,
@@ -118,33 +125,21 @@ export default function TasksPage() {
           <label htmlFor="t-status">Status</label>
           <select id="t-status" name="status" defaultValue={filters.status}>
             <option value="">Any</option>
-            {TASK_STATUSES.map((s) => (
-              <option key={s} value={s}>
-                {labelOf(s)}
-              </option>
-            ))}
+            <LabelledOptions values={TASK_STATUSES} />
           </select>
         </div>
         <div className="field">
           <label htmlFor="t-priority">Priority</label>
           <select id="t-priority" name="priority" defaultValue={filters.priority}>
             <option value="">Any</option>
-            {TASK_PRIORITIES.map((s) => (
-              <option key={s} value={s}>
-                {labelOf(s)}
-              </option>
-            ))}
+            <LabelledOptions values={TASK_PRIORITIES} />
           </select>
         </div>
         <div className="field">
           <label htmlFor="t-type">Type</label>
           <select id="t-type" name="type" defaultValue={filters.type}>
             <option value="">Any</option>
-            {TASK_TYPES.map((s) => (
-              <option key={s} value={s}>
-                {labelOf(s)}
-              </option>
-            ))}
+            <LabelledOptions values={TASK_TYPES} />
           </select>
         </div>
         <div className="field">
@@ -158,35 +153,17 @@ export default function TasksPage() {
             ))}
           </select>
         </div>
-        <div className="filter-actions">
-          <button type="submit" className="button button-primary">
-            Apply filters
-          </button>
-          {filtered && (
-            <Link to="/app/tasks" className="link-button">
-              Clear filters
-            </Link>
-          )}
-        </div>
+        <FilterActions filtered={filtered} clearTo="/app/tasks" />
       </form>
 
-      {list.status === 'loading' && <Loading label="Loading tasks…" />}
-      {list.status === 'error' && (
-        <Problem
-          title="The tasks could not be loaded"
-          message={list.message}
-          onRetry={() => setAttempt((n) => n + 1)}
-        />
-      )}
-      {list.status === 'ready' && list.data.items.length === 0 && (
-        <Empty title={filtered ? 'No task matches these filters' : 'No tasks yet'}>
-          {filtered && (
-            <p>
-              <Link to="/app/tasks">Clear the filters</Link>
-            </p>
-          )}
-        </Empty>
-      )}
+      <ListStates
+        list={list}
+        noun="tasks"
+        emptyTitle={filtered ? 'No task matches these filters' : 'No tasks yet'}
+        filtered={filtered}
+        clearTo="/app/tasks"
+        onRetry={() => setAttempt((n) => n + 1)}
+      />
       {list.status === 'ready' && list.data.items.length > 0 && (
         <>
           <TableBox label="Tasks">
