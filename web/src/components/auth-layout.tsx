@@ -72,3 +72,19 @@ export function Notice({ message }: { message: string | undefined }) {
     </p>
   );
 }
+
+/** The account's email address, as sign-in and the reset request ask for it (filled by password managers). */
+export function EmailField({ value, onChange }: { value: string; onChange: (value: string) => void }) {
+  return (
+    <Field id="email" label="Email">
+      <input
+        id="email"
+        type="email"
+        autoComplete="username"
+        required
+        value={value}
+        onChange={(e) => onChange(e.target.value)}
+      />
+    </Field>
+  );
+}

@@ -1,6 +1,13 @@
 import { useEffect, useState, type FormEvent } from 'react';
 import { codeOf, problemOf, publicClient } from '../api.ts';
-import { AuthLayout, describedBy, Field, FormProblem, Notice } from '../components/auth-layout.tsx';
+import {
+  AuthLayout,
+  EmailField,
+  describedBy,
+  Field,
+  FormProblem,
+  Notice,
+} from '../components/auth-layout.tsx';
 import { dropQueryParameter, Link, navigate, useLocation } from '../router.tsx';
 
 /** Asks for a reset link (also how a user made by `remit init` sets a first password). */
@@ -36,16 +43,7 @@ export function ForgotPasswordPage() {
         <p className="auth-lead">We will email you a link to set a new password.</p>
       )}
       <form onSubmit={(e) => void submit(e)}>
-        <Field id="email" label="Email">
-          <input
-            id="email"
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        </Field>
+        <EmailField value={email} onChange={setEmail} />
         <button type="submit" className="button button-primary button-wide" disabled={busy}>
           {sentTo ? 'Send the link again' : 'Email me a link'}
         </button>

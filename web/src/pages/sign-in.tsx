@@ -1,6 +1,13 @@
 import { useEffect, useRef, useState, type FormEvent } from 'react';
 import { codeOf, problemOf, publicClient } from '../api.ts';
-import { AuthLayout, FormProblem, Notice, describedBy, Field } from '../components/auth-layout.tsx';
+import {
+  AuthLayout,
+  EmailField,
+  FormProblem,
+  Notice,
+  describedBy,
+  Field,
+} from '../components/auth-layout.tsx';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSession } from '../session.tsx';
 
@@ -77,16 +84,7 @@ export function SignInPage() {
       <Notice message={notice} />
       <FormProblem message={problem} />
       <form onSubmit={(e) => void submit(e)} noValidate={false}>
-        <Field id="email" label="Email">
-          <input
-            id="email"
-            type="email"
-            autoComplete="username"
-            required
-            value={email}
-            onChange={(e) => setEmail(e.target.value)}
-          />
-        </Field>
+        <EmailField value={email} onChange={setEmail} />
         <Field id="password" label="Password">
           <input
             id="password"
