@@ -17,6 +17,7 @@ const TasksPage = lazy(() => import('./pages/tasks.tsx'));
 const TaskPage = lazy(() => import('./pages/task.tsx'));
 const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 const MetricsPage = lazy(() => import('./pages/metrics.tsx'));
+const SettingsPage = lazy(() => import('./pages/settings/settings.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -88,6 +89,8 @@ function SignedInPage({ path }: { path: string }) {
   if (work) return <LazyPage page={work} />;
   if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
   if (path === '/metrics') return <LazyPage page={<MetricsPage />} />;
+  const settings = /^\/settings(?:\/([a-z-]+))?$/.exec(path);
+  if (settings) return <LazyPage page={<SettingsPage section={settings[1]} />} />;
   return <NotFound />;
 }
 

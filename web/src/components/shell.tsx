@@ -66,6 +66,9 @@ export function Shell({ children }: { children: ReactNode }) {
           <Link to="/app/metrics" aria-current={path === '/metrics' ? 'page' : undefined}>
             Metrics
           </Link>
+          <Link to="/app/settings" aria-current={path.startsWith('/settings') ? 'page' : undefined}>
+            Settings
+          </Link>
         </nav>
         <SearchPalette />
         <UserMenu />

@@ -1,0 +1,53 @@
+import { Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react';
+import { Loading } from '../../components/states.tsx';
+import { Link, navigate } from '../../router.tsx';
+import { useSignedIn } from '../../session.tsx';
+import './settings.css';
+
+interface Section {
+  /** The last segment of the address: `/app/settings/<id>`. */
+  id: string;
+  label: string;
+  /** Shown to admins only: the API refuses these to members (docs/authentication.md). */
+  adminOnly: boolean;
+  page: LazyExoticComponent<ComponentType>;
+}
+
+/** Each section is a page of its own, loaded on first use. The first one a person may see is the default. */
+const SECTIONS: Section[] = [];
+
+/** `/app/settings/<section>`: the settings' own navigation beside the section. */
+export default function SettingsPage({ section }: { section: string | undefined }) {
+  const { organization } = useSignedIn();
+  const isAdmin = organization.role === 'admin';
+  const visible = SECTIONS.filter((s) => isAdmin || !s.adminOnly);
+  const current = visible.find((s) => s.id === section);
+  useEffect(() => {
+    if (!current && visible[0]) navigate(`/app/settings/${visible[0].id}`, { replace: true });
+  }, [current, visible]);
+  const Page = current?.page;
+  return (
+    <div className="page page-wide settings">
+      <nav aria-label="Settings" className="settings-nav">
+        <ul>
+          {visible.map((s) => (
+            <li key={s.id}>
+              <Link to={`/app/settings/${s.id}`} aria-current={s === current ? 'page' : undefined}>
+                {s.label}
+              </Link>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <div className="settings-section">
+        {Page ? (
+          <Suspense fallback={<Loading label="Loading…" />}>
+            <Page />
+          </Suspense>
+        ) : (
+          <Loading label="Loading…" />
+        )}
+      </div>
+    </div>
+  );
+}
