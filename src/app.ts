@@ -1,3 +1,4 @@
+import type { TaskStatusWaiters } from './modules/work-tasks/task-status-waiters.ts';
 import crypto from 'node:crypto';
 import path from 'node:path';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
@@ -374,6 +375,8 @@ declare module 'fastify' {
     lastUsed: LastUsedRecorder;
     /** API keys' principals held after authentication; null when AUTH_CACHE_TTL_S is 0. */
     keyAuthCache: KeyAuthCache | null;
+    /** Requests held by `GET /api/work-tasks/{uid}?wait=N` until the approval is decided. */
+    taskWaiters: TaskStatusWaiters;
     diskSpace: DiskSpaceGuard;
     routeList: { method: string; url: string }[];
     compileSchemas(): void;

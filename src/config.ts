@@ -26,6 +26,11 @@ export interface Config {
    * keys, users or memberships forgets all of them at once (docs/performance.md#authentication-cache).
    */
   authCacheTtlS: number;
+  /**
+   * How often a request waiting for a decision (`GET /api/work-tasks/{uid}?wait=N`) reads the task again
+   * even without a notification: a safety net; a decision is normally heard at once (LISTEN/NOTIFY).
+   */
+  taskWaitRecheckS: number;
   /** Seals stored credentials (AES-256-GCM); required with DATABASE_URL, generated into DATA_DIR otherwise. */
   secretKey: string | undefined;
   /** Earlier keys, comma-separated: they still open what they sealed until `remit secrets rotate`. */
@@ -409,6 +414,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: optional(env, 'REDIS_URL'),
     apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
     authCacheTtlS: integer(env, 'AUTH_CACHE_TTL_S', 10, 0, 300),
+    taskWaitRecheckS: integer(env, 'TASK_WAIT_RECHECK_S', 10, 1, 60),
     secretKey: optional(env, 'SECRET_KEY'),
     secretKeysPrevious: (optional(env, 'SECRET_KEY_PREVIOUS') ?? '')
       .split(',')

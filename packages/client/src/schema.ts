@@ -771,7 +771,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a work task with its context entities and change log */
+        /** Get a work task with its context entities and change log; `wait` holds it until decided */
         get: operations["getWorkTask"];
         put?: never;
         post?: never;
@@ -7505,6 +7505,8 @@ export interface operations {
     getWorkTask: {
         parameters: {
             query?: {
+                /** @description Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers as soon as the approval is decided, or with the pending task once `wait` has passed. Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision). */
+                wait?: number;
                 organization_uid?: string;
             };
             header?: {

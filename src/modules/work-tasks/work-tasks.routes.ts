@@ -5,6 +5,7 @@ import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import {
   CreateTaskBody,
+  GetTaskQuery,
   ListTasksQuery,
   PatchTaskBody,
   TaskUidParams,
@@ -12,12 +13,22 @@ import {
   WorkTaskEnvelope,
   WorkTaskListEnvelope,
 } from './work-tasks.schemas.ts';
+import { startTaskStatusWaiters } from './task-status-waiters.ts';
+import { getTaskWhenDecided } from './task-wait.ts';
 import * as service from './work-tasks.service.ts';
 
 export async function workTaskRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
   app.addSchema(WorkTask);
   const tags = ['Work tasks'];
+  const decisions = startTaskStatusWaiters(deps.database.notifications, deps.config.taskWaitRecheckS * 1000);
+  // Before the server stops accepting: a held request answers now with what it has (preClose runs first).
+  app.addHook('preClose', (done) => {
+    decisions.waiters.close();
+    done();
+  });
+  app.addHook('onClose', async () => decisions.stop());
+  app.decorate('taskWaiters', decisions.waiters);
 
   app.post(
     '/api/work-tasks',
@@ -69,14 +80,29 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'getWorkTask',
         tags,
-        summary: 'Get a work task with its context entities and change log',
+        summary: 'Get a work task with its context entities and change log; `wait` holds it until decided',
         params: TaskUidParams,
+        querystring: GetTaskQuery,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
       config: { scope: 'work_tasks:read', errors: ['not_found'] },
     },
-    async (request) =>
-      envelope(await service.getTask(db, request.tenant(), request.params.task_uid), 'Work task'),
+    async (request, reply) => {
+      const ctx = request.tenant();
+      const uid = request.params.task_uid;
+      const waitS = request.query.wait ?? 0;
+      const task =
+        waitS > 0
+          ? await getTaskWhenDecided(
+              decisions.waiters,
+              () => service.getTask(db, ctx, uid),
+              uid,
+              waitS,
+              reply,
+            )
+          : await service.getTask(db, ctx, uid);
+      return envelope(task, 'Work task');
+    },
   );
 
   app.patch(

@@ -195,3 +195,19 @@ export const ListTasksQuery = Type.Object({
 export type ListTasksQueryT = Static<typeof ListTasksQuery>;
 
 export const TaskUidParams = Type.Object({ task_uid: Uuid });
+
+/** The longest `wait` a request may ask for: a minute, below every proxy's usual idle timeout. */
+export const MAX_TASK_WAIT_S = 60;
+
+export const GetTaskQuery = Type.Object({
+  wait: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_TASK_WAIT_S,
+      description:
+        'Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers ' +
+        'as soon as the approval is decided, or with the pending task once `wait` has passed. ' +
+        'Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision).',
+    }),
+  ),
+});

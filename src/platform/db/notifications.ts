@@ -6,8 +6,8 @@ import pg from 'pg';
  * whether it would hear of such a change at all right now (docs/performance.md#authentication-cache).
  */
 export interface ChannelListener {
-  /** A notification on the channel arrived (from this process or any other). */
-  notify(): void;
+  /** A notification on the channel arrived (from this process or any other), with its payload. */
+  notify(payload: string): void;
   /**
    * Whether notifications are being received. While false (not yet listening, or the connection was
    * lost and is being re-established) a change may go unheard: a cache must not serve what it holds.
@@ -26,8 +26,8 @@ export interface Notifications {
 
 type Registry = Map<string, Set<ChannelListener>>;
 
-function dispatch(registry: Registry, channel: string): void {
-  for (const listener of registry.get(channel) ?? []) listener.notify();
+function dispatch(registry: Registry, channel: string, payload: string): void {
+  for (const listener of registry.get(channel) ?? []) listener.notify(payload);
 }
 
 function register(registry: Registry, channel: string, listener: ChannelListener): () => void {
@@ -56,7 +56,7 @@ export function pgliteNotifications(lite: PGlite): Notifications {
     listen(channel, listener) {
       let started = listening.get(channel);
       if (!started) {
-        started = lite.listen(channel, () => dispatch(registry, channel));
+        started = lite.listen(channel, (payload) => dispatch(registry, channel, payload));
         listening.set(channel, started);
       }
       const unregister = register(registry, channel, listener);
@@ -77,7 +77,7 @@ export interface PoolChannels {
   readonly channels: ReadonlySet<string>;
   /** Bumped when a channel is added, so a connection knows it must LISTEN again. */
   readonly version: number;
-  deliver(channel: string): void;
+  deliver(channel: string, payload: string): void;
 }
 
 const LISTENED = Symbol('remit listened version');
@@ -85,7 +85,7 @@ const LISTENED = Symbol('remit listened version');
 interface ListeningClient {
   [LISTENED]?: number;
   query(text: string): Promise<unknown>;
-  on(event: 'notification', fn: (message: { channel: string }) => void): unknown;
+  on(event: 'notification', fn: (message: { channel: string; payload?: string }) => void): unknown;
 }
 
 /**
@@ -99,7 +99,7 @@ export function listenOnConnection(client: unknown, pool: PoolChannels): Promise
   if (pool.channels.size === 0 || connection[LISTENED] === pool.version) return null;
   const first = connection[LISTENED] === undefined;
   connection[LISTENED] = pool.version;
-  if (first) connection.on('notification', (message) => pool.deliver(message.channel));
+  if (first) connection.on('notification', (message) => pool.deliver(message.channel, message.payload ?? ''));
   return connection.query(listenStatement(pool.channels)).then(() => undefined);
 }
 
@@ -166,7 +166,7 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
         });
         next.on('error', () => lost(next));
         next.on('end', () => lost(next));
-        next.on('notification', (message) => dispatch(registry, message.channel));
+        next.on('notification', (message) => dispatch(registry, message.channel, message.payload ?? ''));
         client = current = next;
         listenedVersion = -1;
         try {
@@ -206,7 +206,7 @@ export function postgresNotifications(options: PostgresNotificationsOptions): No
     get version() {
       return version;
     },
-    deliver: (channel) => dispatch(registry, channel),
+    deliver: (channel, payload) => dispatch(registry, channel, payload),
     listen(channel, listener) {
       const unregister = register(registry, channel, listener);
       if (!channels.has(channel)) {
