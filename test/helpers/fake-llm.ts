@@ -13,6 +13,8 @@ export type LlmBehaviour =
   | { kind: 'fail'; status: number }
   /** Never answers (the socket stays open until the server closes). */
   | { kind: 'hang' }
+  /** 200 with the message `reply` makes of the request: a tool-calling conversation scripted by the test. */
+  | { kind: 'chat'; reply: (request: LlmRequest) => { content?: string | null; tool_calls?: unknown[] } }
   /** 200 with a body that is not a chat completion at all. */
   | { kind: 'garbage'; body: string; contentType?: string };
 
@@ -73,6 +75,30 @@ export class FakeLlm {
       case 'garbage':
         res.writeHead(200, { 'content-type': b.contentType ?? 'text/html' }).end(b.body);
         return;
+      case 'chat': {
+        const message = b.reply(this.requests.at(-1)!);
+        res.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'chatcmpl-fake',
+            object: 'chat.completion',
+            created: Math.floor(Date.now() / 1000),
+            model: (json as { model?: string } | undefined)?.model ?? 'fake',
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: 'assistant',
+                  content: message.content ?? null,
+                  tool_calls: message.tool_calls,
+                },
+                finish_reason: message.tool_calls?.length ? 'tool_calls' : 'stop',
+              },
+            ],
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+          }),
+        );
+        return;
+      }
       case 'succeed': {
         const usage = b.usage ?? { prompt_tokens: 120, completion_tokens: 45 };
         res.writeHead(200, { 'content-type': 'application/json' }).end(

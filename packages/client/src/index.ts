@@ -8,6 +8,13 @@ export {
   type RemitSession,
   type SuccessBody,
 } from './client.ts';
+export {
+  ApprovalTimeoutError,
+  requireApproval,
+  waitForDecision,
+  type ApprovalDecision,
+  type RequireApprovalOptions,
+} from './approvals.ts';
 export { RemitApiError, type RemitErrorCode, type RemitFieldError } from './errors.ts';
 export {
   verifyWebhook,
