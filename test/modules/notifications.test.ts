@@ -287,6 +287,49 @@ describe('delivery through the Slack Web API', () => {
     expect(postsSince(before)).toEqual([]);
   });
 
+  it("the organization's default channel: agents without settings post there; an agent's own channel wins", async () => {
+    const org = await freshOrg();
+    const settings = `/api/organization/${org.uid}/settings`;
+    const set = await call(t.app, 'PATCH', settings, { key: org.key, body: { slack_channel_id: LEFT } });
+    expect(set.status, set.raw).toBe(200);
+    const plain = await createAgent(t, org.key, { status: 'active', agent_type: 'note_fail' });
+    const own = await createAgent(t, org.key, { status: 'active', agent_type: 'note_ok', ...config() });
+    const before = slack.requestsFor('chat.postMessage').length;
+
+    await runAgent(t, org.key, plain.uid);
+    await runAgent(t, org.key, own.uid);
+    const plainNotes = await until(async () => {
+      const found = await listNotes(plain.uid, org.key);
+      return found.length > 0 && found;
+    }, 'the plain agent’s note');
+    // The default switches (error on) and the organization's channel.
+    expect(plainNotes).toMatchObject([{ event: 'error', channel_id: LEFT, delivery_status: 'sent' }]);
+    const ownNotes = await until(async () => {
+      const found = await listNotes(own.uid, org.key);
+      return found.length > 0 && found;
+    }, 'the own-channel agent’s note');
+    expect(ownNotes).toMatchObject([{ event: 'outcome', channel_id: CHANNEL, delivery_status: 'sent' }]);
+    const posts = postsSince(before);
+    expect(posts.map((q) => [q.params.channel, q.params.text])).toEqual(
+      expect.arrayContaining([
+        [LEFT, plainNotes[0]!.text],
+        [CHANNEL, ownNotes[0]!.text],
+      ]),
+    );
+    expect(posts).toHaveLength(2);
+
+    // Cleared: the agent without settings records again, posting nothing.
+    await call(t.app, 'PATCH', settings, { key: org.key, body: { slack_channel_id: null } });
+    const beforeClear = slack.requestsFor('chat.postMessage').length;
+    await runAgent(t, org.key, plain.uid);
+    const after = await until(async () => {
+      const found = await listNotes(plain.uid, org.key);
+      return found.length > 1 && found;
+    }, 'the second note');
+    expect(after[0]).toMatchObject({ event: 'error', channel_id: null, delivery_status: 'recorded' });
+    expect(postsSince(beforeClear)).toEqual([]);
+  });
+
   it('a sandbox run records what it would have said, marked [sandbox], and posts nothing', async () => {
     const org = await freshOrg();
     const r = await receivables(t, org.key);
@@ -330,6 +373,28 @@ describe('without SLACK_BOT_TOKEN', () => {
       { event: 'outcome', channel_id: 'C0NOWHERE', delivery_status: 'recorded', delivered_at: null },
     ]);
     expect(res.body.data.items[0].text).toContain(agent.name);
+    expect(slack.requests.length).toBe(before);
+  });
+
+  it("an agent without settings names the organization's channel, unchecked, and is only recorded", async () => {
+    const init = await initOrganization(plain.db, plain.config.apiKeyPepper, {
+      organizationName: 'Plain default',
+      email: `plain-${tag()}@plain.test`,
+    });
+    const key = init.api_key;
+    const before = slack.requests.length;
+    const set = await call(plain.app, 'PATCH', `/api/organization/${init.organization_uid}/settings`, {
+      key,
+      body: { slack_channel_id: 'C0NOWHERE' },
+    });
+    expect(set.body.data).toMatchObject({ slack_channel_id: 'C0NOWHERE', slack_configured: false });
+    const agent = await createAgent(plain, key, { status: 'active', agent_type: 'note_ok' });
+    await runAgent(plain, key, agent.uid);
+    const notes = await until(async () => {
+      const res = await call(plain.app, 'GET', `/api/agents/${agent.uid}/notifications`, { key });
+      return res.body.data.items.length > 0 && res.body.data.items;
+    }, 'the note');
+    expect(notes).toMatchObject([{ event: 'outcome', channel_id: 'C0NOWHERE', delivery_status: 'recorded' }]);
     expect(slack.requests.length).toBe(before);
   });
 });

@@ -1200,7 +1200,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's settings (segregation of duties, second factor for admins) */
+        /** The organization's settings (segregation of duties, second factor for admins, default Slack channel) */
         get: operations["getOrganizationSettings"];
         put?: never;
         post?: never;
@@ -2738,6 +2738,7 @@ export interface components {
         UpdateOrganizationSettingsBody: {
             segregation_of_duties?: boolean;
             require_admin_mfa?: boolean;
+            slack_channel_id?: string | null;
         };
         UpdatePartyBody: {
             name?: string;
@@ -9184,6 +9185,9 @@ export interface operations {
                             segregation_of_duties: boolean;
                             /** @description When true, admins signed in with a session act here only with a second factor (TOTP) */
                             require_admin_mfa: boolean;
+                            slack_channel_id: string | null;
+                            /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
+                            slack_configured: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -9242,6 +9246,9 @@ export interface operations {
                             segregation_of_duties: boolean;
                             /** @description When true, admins signed in with a session act here only with a second factor (TOTP) */
                             require_admin_mfa: boolean;
+                            slack_channel_id: string | null;
+                            /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
+                            slack_configured: boolean;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -9258,7 +9265,9 @@ export interface operations {
             422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            502: components["responses"]["BadGatewayOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            504: components["responses"]["GatewayTimeoutOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };

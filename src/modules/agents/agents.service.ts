@@ -1,8 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
-import type { ChatClient } from '../../platform/chat/chat.ts';
+import { requireUsableChannel, type ChatClient } from '../../platform/chat/chat.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './agents.repository.ts';
 import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
@@ -79,21 +79,9 @@ function normalizeTriggers(triggers: CreateAgentBodyT['triggers']): AgentTrigger
   });
 }
 
-/**
- * The bot must already be in the channel (interface 2.5). Only a configured chat service can tell;
- * without one the setting is stored and notifications are recorded for the API.
- */
+/** The bot must already be in the channel (interface 2.5); checked as the organization's channel is. */
 async function assertChannelUsable(chat: ChatClient, config: NotificationConfig | null): Promise<void> {
-  if (!config) return;
-  const check = await chat.checkChannel(config.chat_channel_id);
-  if (check.ok) return;
-  // Slack down or our token refused: nothing is wrong with the caller's channel, so no 422.
-  if (check.upstream)
-    throw new AppError(
-      check.upstream === 'timeout' ? 'gateway_timeout' : 'bad_gateway',
-      `The chat channel could not be checked, try again: ${check.reason}`,
-    );
-  throw validationFailed('notification_config.chat_channel_id', `Cannot post there: ${check.reason}`);
+  if (config) await requireUsableChannel(chat, config.chat_channel_id, 'notification_config.chat_channel_id');
 }
 
 /** Interface 2.5: 1 to 128 characters, and a name of only spaces is no name. */

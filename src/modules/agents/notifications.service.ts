@@ -7,8 +7,12 @@ import { findAgent, listAgentsWithDigest, type AgentRow } from './agents.reposit
 import { getAgentRow } from './agents.service.ts';
 import type { NotificationEvent } from './agents.tables.ts';
 import * as repo from './notifications.repository.ts';
+import { organizationSlackChannel } from '../tenancy/organization-settings.service.ts';
 
-/** Interface §6 defaults, used when an agent has no notification settings (nothing is posted then). */
+/**
+ * Interface §6 defaults, used when an agent has no notification settings (then posted to the
+ * organization's default channel, if it has one).
+ */
 const DEFAULT_SWITCHES: Record<NotificationEvent, boolean> = {
   action_taken: true,
   approval_required: true,
@@ -64,7 +68,7 @@ async function recordNotice(
 ): Promise<repo.NotificationRow | null> {
   const { agent } = notice;
   if (!isSwitchedOn(agent, notice.event)) return null;
-  const channelId = agent.notificationConfig?.chat_channel_id ?? null;
+  const channelId = await channelOf(db, agent);
   const willPost = chat.kind !== 'none' && channelId !== null && !notice.sandbox;
   return repo.insertNotification(db, {
     organizationUid: agent.organizationUid,
@@ -77,6 +81,17 @@ async function recordNotice(
     text: notice.sandbox ? `[sandbox] ${notice.text}` : notice.text,
     deliveryStatus: willPost ? 'pending' : 'recorded',
   });
+}
+
+/**
+ * Where an agent's notifications go: its own channel (`notification_config.chat_channel_id`, required
+ * inside the object); an agent without notification settings uses the organization's default channel
+ * (settings `slack_channel_id`), or none. Read as the notice is recorded, so a changed default applies
+ * to the next notice.
+ */
+async function channelOf(db: DbOrTx, agent: AgentRow): Promise<string | null> {
+  if (agent.notificationConfig) return agent.notificationConfig.chat_channel_id;
+  return organizationSlackChannel(db, agent.organizationUid);
 }
 
 /** Posts a `pending` notification and records how that went; never throws for a chat failure. */

@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { envelope } from '../../platform/http/envelope.ts';
-import { DateTime, Envelope, errorResponses, Uuid } from '../../platform/http/schemas.ts';
+import { DateTime, Envelope, errorResponses, Nullable, Uuid } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import * as service from './organization-settings.service.ts';
 
@@ -13,15 +13,39 @@ const Settings = Type.Object({
   require_admin_mfa: Type.Boolean({
     description: 'When true, admins signed in with a session act here only with a second factor (TOTP)',
   }),
+  slack_channel_id: Nullable(
+    Type.String({
+      description:
+        "The organization's default Slack channel: agents without a notification_config post there. Null: none",
+    }),
+  ),
+  slack_configured: Type.Boolean({
+    description:
+      'Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration',
+  }),
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
-  { segregation_of_duties: Type.Optional(Type.Boolean()), require_admin_mfa: Type.Optional(Type.Boolean()) },
+  {
+    segregation_of_duties: Type.Optional(Type.Boolean()),
+    require_admin_mfa: Type.Optional(Type.Boolean()),
+    slack_channel_id: Type.Optional(
+      Nullable(
+        Type.String({
+          minLength: 1,
+          maxLength: 255,
+          description:
+            'A Slack channel id (e.g. C0123ABCD) the bot is a member of, checked with Slack when it is configured; null clears it',
+        }),
+      ),
+    ),
+  },
   { additionalProperties: false },
 );
 
 export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
+  const { chat } = deps.clients;
   const tags = ['Organization'];
   app.get(
     '/api/organization/:organization_uid/settings',
@@ -29,7 +53,8 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'getOrganizationSettings',
         tags,
-        summary: "The organization's settings (segregation of duties, second factor for admins)",
+        summary:
+          "The organization's settings (segregation of duties, second factor for admins, default Slack channel)",
         params: Params,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
@@ -37,7 +62,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
     },
     async (request) =>
       envelope(
-        await service.getOrganizationSettings(db, request.tenant(request.params.organization_uid)),
+        await service.getOrganizationSettings(db, request.tenant(request.params.organization_uid), chat),
         'Organization settings',
       ),
   );
@@ -52,13 +77,16 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         body: PatchBody,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
-      config: { errors: ['forbidden', 'second_factor_required', 'not_found'] },
+      config: {
+        errors: ['forbidden', 'second_factor_required', 'not_found', 'bad_gateway', 'gateway_timeout'],
+      },
     },
     async (request) =>
       envelope(
         await service.updateOrganizationSettings(
           db,
           request.tenant(request.params.organization_uid),
+          chat,
           request.body,
         ),
         'Organization settings updated',

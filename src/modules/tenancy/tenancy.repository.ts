@@ -71,7 +71,7 @@ export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Pro
 export async function updateOrganizationSettings(
   db: DbOrTx,
   organizationUid: string,
-  values: { segregationOfDuties?: boolean; requireAdminMfa?: boolean },
+  values: { segregationOfDuties?: boolean; requireAdminMfa?: boolean; slackChannelId?: string | null },
 ) {
   const [row] = await db
     .update(organizations)

@@ -25,6 +25,8 @@ export const organizations = pgTable('organizations', {
   segregationOfDuties: boolean('segregation_of_duties').notNull().default(false),
   /** When on, an admin signs in to this organization only with a second factor (docs/people.md). */
   requireAdminMfa: boolean('require_admin_mfa').notNull().default(false),
+  /** Where agents without a channel of their own post their notifications (docs/agents.md). */
+  slackChannelId: text('slack_channel_id'),
   ...timestamps,
 });
 

@@ -1,4 +1,5 @@
 import type { ChatConfig } from '../../config.ts';
+import { AppError, validationFailed } from '../http/errors.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { observeOutbound } from '../observability/outbound-calls.ts';
 
@@ -156,6 +157,28 @@ class SlackChat implements ChatClient {
       throw new ChatDeliveryError(`Slack chat.postMessage failed: ${answer.error ?? 'unknown error'}`);
     return answer.ts ?? '';
   }
+}
+
+/**
+ * The bot must already be in a channel before it is configured (interface 2.5): an agent's channel and
+ * the organization's default one are checked alike. Only a configured chat service can tell; without
+ * one the channel is stored unchecked. A refusal about the channel is the caller's 422 (naming `field`);
+ * Slack down or our own token refused says nothing about the channel, so 502 (504 on a timeout).
+ * Call it before any transaction opens: it may wait for Slack.
+ */
+export async function requireUsableChannel(
+  chat: ChatClient,
+  channelId: string,
+  field: string,
+): Promise<void> {
+  const check = await chat.checkChannel(channelId);
+  if (check.ok) return;
+  if (check.upstream)
+    throw new AppError(
+      check.upstream === 'timeout' ? 'gateway_timeout' : 'bad_gateway',
+      `The chat channel could not be checked, try again: ${check.reason}`,
+    );
+  throw validationFailed(field, `Cannot post there: ${check.reason}`);
 }
 
 export function createChatClient(config: ChatConfig, metrics?: Metrics): ChatClient {

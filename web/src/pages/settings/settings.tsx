@@ -1,4 +1,4 @@
-import { Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react';
+import { lazy, Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react';
 import { Loading } from '../../components/states.tsx';
 import { Link, navigate } from '../../router.tsx';
 import { useSignedIn } from '../../session.tsx';
@@ -14,7 +14,20 @@ interface Section {
 }
 
 /** Each section is a page of its own, loaded on first use. The first one a person may see is the default. */
-const SECTIONS: Section[] = [];
+const SECTIONS: Section[] = [
+  // Members read the organization's settings, its email accounts and its Slack channel, and change
+  // none of them (PATCH settings, POST email accounts: admins); the billing integration is admins' only,
+  // to read as well (docs/authentication.md).
+  {
+    id: 'organization',
+    label: 'Organization',
+    adminOnly: false,
+    page: lazy(() => import('./organization.tsx')),
+  },
+  { id: 'email', label: 'Email accounts', adminOnly: false, page: lazy(() => import('./email.tsx')) },
+  { id: 'billing', label: 'Billing integration', adminOnly: true, page: lazy(() => import('./billing.tsx')) },
+  { id: 'slack', label: 'Slack', adminOnly: false, page: lazy(() => import('./slack.tsx')) },
+];
 
 /** `/app/settings/<section>`: the settings' own navigation beside the section. */
 export default function SettingsPage({ section }: { section: string | undefined }) {

@@ -1,0 +1,243 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestApp, secondInstance, type TestApp } from '../helpers/app.ts';
+import { FakeSlack } from '../helpers/fake-slack.ts';
+import { call, expectErrorBody } from '../helpers/http.ts';
+import { createPrincipals, type Principals } from '../helpers/principals.ts';
+import { commonRouteChecks } from '../helpers/route-checks.ts';
+
+/**
+ * GET/PATCH /api/organization/{uid}/settings: the two switches (their effects are tested where they act:
+ * invoice-access.test.ts, sign-in.test.ts) and the organization's default Slack channel, checked with a
+ * local fake Slack exactly as an agent's channel is (agents.test.ts); `slack_configured` from the
+ * deployment's configuration. Where the channel is used: notifications.test.ts.
+ */
+
+let t: TestApp;
+let p: Principals;
+let slack: FakeSlack;
+const MEMBER = 'C0ORGDEFAULT';
+const MEMBER2 = 'C0ORGOTHER';
+const NOT_MEMBER = 'C0ORGNOTIN';
+const ARCHIVED = 'C0ORGOLD';
+
+const url = (org = p.orgA.uid) => `/api/organization/${org}/settings`;
+const patch = (body: unknown, key = p.orgA.admin.key, app = t.app) =>
+  call(app, 'PATCH', url(), { key, body });
+const read = (key = p.orgA.admin.key) => call(t.app, 'GET', url(), { key });
+const asked = () => slack.requestsFor('conversations.info').length;
+
+beforeAll(async () => {
+  slack = await new FakeSlack().start();
+  slack.channel(MEMBER, true);
+  slack.channel(MEMBER2, true);
+  slack.channel(NOT_MEMBER, false);
+  slack.channel(ARCHIVED, true, true);
+  t = await createTestApp({ env: { RATE_LIMIT_MAX: '100000', ...slack.env() } });
+  p = await createPrincipals(t);
+});
+afterAll(async () => {
+  await t?.close();
+  await slack?.close();
+});
+
+describe('GET /api/organization/{uid}/settings', () => {
+  it('every field, for an admin and a member alike; no channel and Slack configured at first', async () => {
+    for (const key of [p.orgA.admin.key, p.orgA.member.key]) {
+      const res = await read(key);
+      expect(res.status, res.raw).toBe(200);
+      expect(res.body.data).toEqual({
+        organization_uid: p.orgA.uid,
+        segregation_of_duties: false,
+        require_admin_mfa: false,
+        slack_channel_id: null,
+        slack_configured: true,
+        updated_at: expect.any(String),
+      });
+    }
+  });
+});
+
+describe('the default Slack channel (PATCH slack_channel_id)', () => {
+  it('a channel the bot is in: asked of Slack with our token, stored, answered, read back; the switches stay', async () => {
+    const before = asked();
+    const res = await patch({ slack_channel_id: MEMBER });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data).toMatchObject({
+      slack_channel_id: MEMBER,
+      slack_configured: true,
+      segregation_of_duties: false,
+      require_admin_mfa: false,
+    });
+    const checks = slack.requestsFor('conversations.info').slice(before);
+    expect(checks).toHaveLength(1);
+    expect(checks[0]).toMatchObject({ token: slack.token, params: { channel: MEMBER } });
+    expect((await read(p.orgA.member.key)).body.data.slack_channel_id).toBe(MEMBER);
+  });
+
+  it('the same channel again, or only a switch: Slack is not asked', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    const before = asked();
+    expect((await patch({ slack_channel_id: MEMBER })).status).toBe(200);
+    const switched = await patch({ segregation_of_duties: true });
+    expect(switched.body.data).toMatchObject({ segregation_of_duties: true, slack_channel_id: MEMBER });
+    expect(asked()).toBe(before);
+    await patch({ segregation_of_duties: false });
+  });
+
+  it('not a member, unknown, archived → 422 naming slack_channel_id, and the channel stays', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    const cases = [
+      [NOT_MEMBER, /not a member of channel/],
+      ['C0NOPE', /does not exist/],
+      [ARCHIVED, /archived/],
+    ] as const;
+    for (const [channel, says] of cases) {
+      const res = await patch({ slack_channel_id: channel });
+      expectErrorBody(res, 422, 'validation_failed');
+      expect(res.body.errors).toEqual([{ field: 'slack_channel_id', message: expect.stringMatching(says) }]);
+    }
+    expect((await read()).body.data.slack_channel_id).toBe(MEMBER);
+  });
+
+  it('Slack down (HTTP 500), refusing our token, or timing out → 502/504 and nothing changes', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    try {
+      slack.infoBehaviour = { kind: 'http', status: 500 };
+      expectErrorBody(await patch({ slack_channel_id: MEMBER2 }), 502, 'bad_gateway');
+      slack.infoBehaviour = { kind: 'fail', error: 'invalid_auth' };
+      const refused = expectErrorBody(await patch({ slack_channel_id: MEMBER2 }), 502, 'bad_gateway');
+      expect(refused.message).toContain('invalid_auth');
+      // An instance over the same database whose Slack timeout is short, so the hang ends soon.
+      const impatient = await secondInstance(t, {
+        config: { chat: { ...t.config.chat, timeoutMs: 300 } as typeof t.config.chat },
+      });
+      try {
+        slack.infoBehaviour = { kind: 'hang' };
+        const timedOut = await patch({ slack_channel_id: MEMBER2 }, p.orgA.admin.key, impatient.app);
+        expectErrorBody(timedOut, 504, 'gateway_timeout');
+      } finally {
+        await impatient.close();
+      }
+    } finally {
+      slack.reset();
+    }
+    expect((await read()).body.data.slack_channel_id).toBe(MEMBER);
+  });
+
+  it('another channel the bot is in replaces it; null clears it without asking Slack', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    expect((await patch({ slack_channel_id: MEMBER2 })).body.data.slack_channel_id).toBe(MEMBER2);
+    const before = asked();
+    const cleared = await patch({ slack_channel_id: null });
+    expect(cleared.status, cleared.raw).toBe(200);
+    expect(cleared.body.data.slack_channel_id).toBeNull();
+    expect(asked()).toBe(before);
+  });
+
+  it('an empty, over-long or non-string channel, or an unknown field → 422; nothing changes', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    for (const body of [
+      { slack_channel_id: '' },
+      { slack_channel_id: 'C'.repeat(256) },
+      { slack_channel_id: 42 },
+      { slack_channel: MEMBER2 },
+    ]) {
+      expectErrorBody(await patch(body), 422, 'validation_failed');
+    }
+    expect((await read()).body.data.slack_channel_id).toBe(MEMBER);
+  });
+
+  it('the change is audited with who made it', async () => {
+    await patch({ slack_channel_id: null });
+    await patch({ slack_channel_id: MEMBER2 });
+    const res = await call(t.app, 'GET', `/api/organization/${p.orgA.uid}/audit-events`, {
+      key: p.orgA.admin.key,
+      query: { action: 'organization.settings_changed' },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data.items[0]).toMatchObject({
+      action: 'organization.settings_changed',
+      changes: { slack_channel_id: { before: null, after: MEMBER2 } },
+      actor_user_uid: p.orgA.admin.userUid,
+    });
+  });
+});
+
+describe('who may change it', () => {
+  it('a member: 403 forbidden, before Slack is asked; the channel stays', async () => {
+    await patch({ slack_channel_id: MEMBER });
+    const before = asked();
+    expectErrorBody(await patch({ slack_channel_id: MEMBER2 }, p.orgA.member.key), 403, 'forbidden');
+    expectErrorBody(await patch({ slack_channel_id: null }, p.orgA.member.key), 403, 'forbidden');
+    expect(asked()).toBe(before);
+    expect((await read()).body.data.slack_channel_id).toBe(MEMBER);
+  });
+
+  it("another organization's settings: 403 not_a_member to read or change, and it is untouched", async () => {
+    expectErrorBody(
+      await call(t.app, 'GET', url(p.orgB.uid), { key: p.orgA.admin.key }),
+      403,
+      'not_a_member',
+    );
+    const before = asked();
+    expectErrorBody(
+      await call(t.app, 'PATCH', url(p.orgB.uid), {
+        key: p.orgA.admin.key,
+        body: { slack_channel_id: MEMBER },
+      }),
+      403,
+      'not_a_member',
+    );
+    expect(asked()).toBe(before);
+    const theirs = await call(t.app, 'GET', url(p.orgB.uid), { key: p.orgB.member.key });
+    expect(theirs.body.data.slack_channel_id).toBeNull();
+  });
+
+  it('an unknown organization uid: 403 not_a_member (the same answer: nothing is revealed)', async () => {
+    expectErrorBody(
+      await call(t.app, 'GET', url('00000000-0000-4000-8000-000000000000'), { key: p.orgA.admin.key }),
+      403,
+      'not_a_member',
+    );
+    expectErrorBody(await call(t.app, 'GET', url('not-a-uuid'), { key: p.orgA.admin.key }), 400);
+  });
+});
+
+describe('without SLACK_BOT_TOKEN', () => {
+  let plain: TestApp;
+  let key: string;
+  let org: string;
+  beforeAll(async () => {
+    plain = await createTestApp({ env: { RATE_LIMIT_MAX: '100000' } });
+    const principals = await createPrincipals(plain);
+    key = principals.orgA.admin.key;
+    org = principals.orgA.uid;
+  });
+  afterAll(async () => plain?.close());
+
+  it('slack_configured is false and any channel is stored unchecked', async () => {
+    const before = slack.requests.length;
+    const res = await call(plain.app, 'PATCH', `/api/organization/${org}/settings`, {
+      key,
+      body: { slack_channel_id: NOT_MEMBER },
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data).toMatchObject({ slack_channel_id: NOT_MEMBER, slack_configured: false });
+    const read = await call(plain.app, 'GET', `/api/organization/${org}/settings`, { key });
+    expect(read.body.data).toMatchObject({ slack_channel_id: NOT_MEMBER, slack_configured: false });
+    expect(slack.requests.length).toBe(before);
+  });
+});
+
+for (const method of ['GET', 'PATCH'] as const) {
+  commonRouteChecks(
+    `${method} /api/organization/{uid}/settings`,
+    {
+      method,
+      url: () => url(),
+      ...(method === 'PATCH' ? { body: () => ({ slack_channel_id: null }) } : {}),
+      foreignOrganizationUrl: () => url(p.orgB.uid),
+    },
+    () => ({ t, p }),
+  );
+}
