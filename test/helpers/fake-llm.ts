@@ -13,6 +13,8 @@ export type LlmBehaviour =
   | { kind: 'fail'; status: number }
   /** Never answers (the socket stays open until the server closes). */
   | { kind: 'hang' }
+  /** Answers as `succeed` once `until` resolves: a model call the test holds open, then lets go. */
+  | { kind: 'hold'; until: Promise<void> }
   /** 200 with a body that is not a chat completion at all. */
   | { kind: 'garbage'; body: string; contentType?: string };
 
@@ -65,6 +67,9 @@ export class FakeLlm {
     switch (b.kind) {
       case 'hang':
         return;
+      case 'hold':
+        void b.until.then(() => this.succeed(res, json, { kind: 'succeed' }));
+        return;
       case 'fail':
         res
           .writeHead(b.status, { 'content-type': 'application/json' })
@@ -73,27 +78,34 @@ export class FakeLlm {
       case 'garbage':
         res.writeHead(200, { 'content-type': b.contentType ?? 'text/html' }).end(b.body);
         return;
-      case 'succeed': {
-        const usage = b.usage ?? { prompt_tokens: 120, completion_tokens: 45 };
-        res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            id: 'chatcmpl-fake',
-            object: 'chat.completion',
-            created: Math.floor(Date.now() / 1000),
-            model: (json as { model?: string } | undefined)?.model ?? 'fake',
-            choices: [
-              {
-                index: 0,
-                message: { role: 'assistant', content: b.content ?? JSON.stringify(DEFAULT_EMAIL) },
-                finish_reason: 'stop',
-              },
-            ],
-            usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-          }),
-        );
+      case 'succeed':
+        this.succeed(res, json, b);
         return;
-      }
     }
+  }
+
+  private succeed(
+    res: http.ServerResponse,
+    json: unknown,
+    b: Extract<LlmBehaviour, { kind: 'succeed' }>,
+  ): void {
+    const usage = b.usage ?? { prompt_tokens: 120, completion_tokens: 45 };
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: 'chatcmpl-fake',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: (json as { model?: string } | undefined)?.model ?? 'fake',
+        choices: [
+          {
+            index: 0,
+            message: { role: 'assistant', content: b.content ?? JSON.stringify(DEFAULT_EMAIL) },
+            finish_reason: 'stop',
+          },
+        ],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+    );
   }
 
   async close(): Promise<void> {
