@@ -13,6 +13,8 @@ export type LlmBehaviour =
   | { kind: 'fail'; status: number }
   /** Never answers (the socket stays open until the server closes). */
   | { kind: 'hang' }
+  /** Answers as `succeed` once `until` resolves: a model call the test holds open, then lets go. */
+  | { kind: 'hold'; until: Promise<void> }
   /** 200 with the message `reply` makes of the request: a tool-calling conversation scripted by the test. */
   | { kind: 'chat'; reply: (request: LlmRequest) => { content?: string | null; tool_calls?: unknown[] } }
   /** 200 with a body that is not a chat completion at all. */
@@ -67,6 +69,9 @@ export class FakeLlm {
     switch (b.kind) {
       case 'hang':
         return;
+      case 'hold':
+        void b.until.then(() => this.succeed(res, json, { kind: 'succeed' }));
+        return;
       case 'fail':
         res
           .writeHead(b.status, { 'content-type': 'application/json' })
@@ -75,51 +80,49 @@ export class FakeLlm {
       case 'garbage':
         res.writeHead(200, { 'content-type': b.contentType ?? 'text/html' }).end(b.body);
         return;
+      case 'succeed':
+        this.succeed(res, json, b);
+        return;
       case 'chat': {
         const message = b.reply(this.requests.at(-1)!);
-        res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            id: 'chatcmpl-fake',
-            object: 'chat.completion',
-            created: Math.floor(Date.now() / 1000),
-            model: (json as { model?: string } | undefined)?.model ?? 'fake',
-            choices: [
-              {
-                index: 0,
-                message: {
-                  role: 'assistant',
-                  content: message.content ?? null,
-                  tool_calls: message.tool_calls,
-                },
-                finish_reason: message.tool_calls?.length ? 'tool_calls' : 'stop',
-              },
-            ],
-            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-          }),
-        );
-        return;
-      }
-      case 'succeed': {
-        const usage = b.usage ?? { prompt_tokens: 120, completion_tokens: 45 };
-        res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            id: 'chatcmpl-fake',
-            object: 'chat.completion',
-            created: Math.floor(Date.now() / 1000),
-            model: (json as { model?: string } | undefined)?.model ?? 'fake',
-            choices: [
-              {
-                index: 0,
-                message: { role: 'assistant', content: b.content ?? JSON.stringify(DEFAULT_EMAIL) },
-                finish_reason: 'stop',
-              },
-            ],
-            usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
-          }),
+        this.complete(
+          res,
+          json,
+          { role: 'assistant', content: message.content ?? null, tool_calls: message.tool_calls },
+          message.tool_calls?.length ? 'tool_calls' : 'stop',
+          { prompt_tokens: 10, completion_tokens: 5 },
         );
         return;
       }
     }
+  }
+
+  private succeed(
+    res: http.ServerResponse,
+    json: unknown,
+    b: Extract<LlmBehaviour, { kind: 'succeed' }>,
+  ): void {
+    const message = { role: 'assistant', content: b.content ?? JSON.stringify(DEFAULT_EMAIL) };
+    this.complete(res, json, message, 'stop', b.usage ?? { prompt_tokens: 120, completion_tokens: 45 });
+  }
+
+  private complete(
+    res: http.ServerResponse,
+    json: unknown,
+    message: Record<string, unknown>,
+    finishReason: string,
+    usage: { prompt_tokens: number; completion_tokens: number },
+  ): void {
+    res.writeHead(200, { 'content-type': 'application/json' }).end(
+      JSON.stringify({
+        id: 'chatcmpl-fake',
+        object: 'chat.completion',
+        created: Math.floor(Date.now() / 1000),
+        model: (json as { model?: string } | undefined)?.model ?? 'fake',
+        choices: [{ index: 0, message, finish_reason: finishReason }],
+        usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
+      }),
+    );
   }
 
   async close(): Promise<void> {

@@ -393,6 +393,47 @@ describe('GET /api/agent-runs/{uid}', () => {
   });
 });
 
+describe('GET /api/agent-runs/{uid}?fields[agent-runs]=', () => {
+  it('only the attributes asked for; token_usage to admins (and keys) holding agents:token_usage, else 403', async () => {
+    const agent = await createAgent(t, admin, { status: 'active', agent_type: 'test_ok' });
+    const run = await runAgent(t, admin, agent.uid);
+    const get = (query: string, key = admin, uid = run.id) =>
+      call(t.app, 'GET', `/api/agent-runs/${uid}?${query}`, { key });
+    const usage = { prompt_tokens: 11, completion_tokens: 7, total_tokens: 18 };
+
+    const res = await get('fields[agent-runs]=status,token_usage');
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data).toEqual({
+      id: run.id,
+      type: 'agent-runs',
+      attributes: { status: 'completed', token_usage: usage },
+    });
+    const sparse = await get('fields%5Bagent-runs%5D=trigger_type');
+    expect(sparse.body.data.attributes).toEqual({ trigger_type: 'manual' });
+    // An empty list is every attribute but token_usage, as with no parameter.
+    const all = await get('fields[agent-runs]=');
+    expect(Object.keys(all.body.data.attributes).sort()).toEqual(Object.keys(run.attributes).sort());
+
+    const unknown = expectErrorBody(await get('fields[agent-runs]=status,secret'), 400, 'invalid_parameter');
+    expect(unknown.errors?.[0]?.field).toBe('fields[agent-runs]');
+    expectErrorBody(await get('fields[agent-runs]=status&fields=x'), 400, 'unknown_parameter');
+
+    // Members never see token usage, whatever their key says; admins' keys need the scope.
+    const query = 'fields[agent-runs]=token_usage';
+    expectErrorBody(await get(query, p.orgA.member.key), 403, 'missing_scope');
+    expect((await get('fields[agent-runs]=status', p.orgA.member.key)).status).toBe(200);
+    const memberScoped = await p.keyWithScopes(['agents:read', 'agents:token_usage'], 'member');
+    expectErrorBody(await get(query, memberScoped), 403, 'missing_scope');
+    expectErrorBody(await get(query, await p.keyWithScopes(['agents:read'])), 403, 'missing_scope');
+    const withUsage = await get(query, await p.keyWithScopes(['agents:read', 'agents:token_usage']));
+    expect(withUsage.body.data.attributes).toEqual({ token_usage: usage });
+
+    // Another organization's run is 404 before any field is looked at.
+    expectErrorBody(await get(query, admin, foreignRun), 404, 'not_found');
+    expectErrorBody(await get(query, p.orgB.admin.key, MISSING), 404, 'not_found');
+  });
+});
+
 // ---- activities ----
 
 describe('GET /api/agents/{uid}/activities', () => {

@@ -282,7 +282,11 @@ describe('delivery through the Slack Web API', () => {
     const agent = await createAgent(t, org.key, { status: 'active', agent_type: 'note_fail' });
     const before = slack.requestsFor('chat.postMessage').length;
     await runAgent(t, org.key, agent.uid);
-    const notes = await listNotes(agent.uid, org.key);
+    // The run shows `failed` before its job records the note: wait for the note.
+    const notes = await until(async () => {
+      const found = await listNotes(agent.uid, org.key);
+      return found.length > 0 && found;
+    }, 'the failed run’s note');
     expect(notes).toMatchObject([{ event: 'error', channel_id: null, delivery_status: 'recorded' }]);
     expect(postsSince(before)).toEqual([]);
   });
@@ -525,6 +529,76 @@ describe('GET /api/agents/{uid}/notifications', () => {
       await call(t.app, 'GET', `/api/agents/${foreignAgent}/notifications`, { key: p.orgA.admin.key }),
       404,
     );
+  });
+});
+
+describe('GET /api/agents/{uid}/notifications?run_uid=', () => {
+  it("only what that run reported, with the other filters; another agent's or organization's run matches nothing", async () => {
+    const org = await freshOrg();
+    const r = await receivables(t, org.key);
+    const client = await r.client();
+    await r.invoice(client.uid, { dueInDays: -20 });
+    await r.invoice(client.uid, { dueInDays: -9 });
+    const agent = await createCollectionsAgent(t, org.key, config());
+    // Two approvals and the outcome; then a sandbox run that leaves both invoices alone: its outcome.
+    const real = await runAgent(t, org.key, agent.uid);
+    expect(real.attributes.outcome.approvals).toHaveLength(2);
+    const sandbox = await runAgent(t, org.key, agent.uid, { sandbox: true });
+    await until(async () => (await listNotes(agent.uid, org.key)).length === 4, 'every note recorded');
+
+    const ofReal = await listNotes(agent.uid, org.key, `?run_uid=${real.id}`);
+    expect(ofReal.map((n) => n.event).sort()).toEqual(['approval_required', 'approval_required', 'outcome']);
+    expect(ofReal.every((n) => n.run_uid === real.id)).toBe(true);
+    const ofSandbox = await listNotes(agent.uid, org.key, `?run_uid=${sandbox.id}`);
+    expect(ofSandbox).toMatchObject([{ event: 'outcome', run_uid: sandbox.id }]);
+    const approvals = await call(
+      t.app,
+      'GET',
+      `/api/agents/${agent.uid}/notifications?run_uid=${real.id}&event=approval_required&per_page=1`,
+      { key: org.key },
+    );
+    expect(approvals.status, approvals.raw).toBe(200);
+    expect(approvals.body.data._meta).toEqual({ page: 1, per_page: 1, total_pages: 2, total_items: 2 });
+
+    // A run of another agent of the same organization, of another organization, or none at all: an
+    // empty list, never its notifications and never a sign that it exists.
+    const other = await createAgent(t, org.key, { status: 'active', agent_type: 'note_ok' });
+    const otherRun = await runAgent(t, org.key, other.uid);
+    await until(async () => (await listNotes(other.uid, org.key)).length === 1, 'the other note');
+    const foreignRun = await post(
+      t,
+      p.orgB.admin.key,
+      `/api/agents/${foreignAgent}/runs`,
+      { sandbox: true },
+      202,
+    );
+    for (const runUid of [otherRun.id, foreignRun.id, MISSING]) {
+      const res = await call(t.app, 'GET', `/api/agents/${agent.uid}/notifications?run_uid=${runUid}`, {
+        key: org.key,
+      });
+      expect(res.status, res.raw).toBe(200);
+      expect(res.body.data).toMatchObject({ items: [], _meta: { total_items: 0 } });
+    }
+    // orgA's admin naming orgB's agent with orgB's run: 404, as without the filter.
+    expectErrorBody(
+      await call(t.app, 'GET', `/api/agents/${foreignAgent}/notifications?run_uid=${foreignRun.id}`, {
+        key: p.orgA.admin.key,
+      }),
+      404,
+    );
+    // Members read notifications as admins do; a malformed uid is 400.
+    const orgAAgent = await createAgent(t, p.orgA.admin.key, { status: 'active', agent_type: 'note_ok' });
+    const orgARun = await runAgent(t, p.orgA.admin.key, orgAAgent.uid);
+    const asMember = await until(async () => {
+      const found = await listNotes(orgAAgent.uid, p.orgA.member.key, `?run_uid=${orgARun.id}`);
+      return found.length === 1 && found;
+    }, 'the member to read the run’s note');
+    expect(asMember).toMatchObject([{ event: 'outcome', run_uid: orgARun.id }]);
+    const bad = expectErrorBody(
+      await call(t.app, 'GET', `/api/agents/${agent.uid}/notifications?run_uid=nope`, { key: org.key }),
+      400,
+    );
+    expect(bad.errors?.[0]?.field ?? bad.message).toContain('run_uid');
   });
 });
 

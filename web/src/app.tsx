@@ -18,6 +18,9 @@ const TaskPage = lazy(() => import('./pages/task.tsx'));
 const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 const MetricsPage = lazy(() => import('./pages/metrics.tsx'));
 const SettingsPage = lazy(() => import('./pages/settings/settings.tsx'));
+const AgentsPage = lazy(() => import('./pages/agents.tsx'));
+const AgentPage = lazy(() => import('./pages/agent.tsx'));
+const AgentRunPage = lazy(() => import('./pages/agent-run.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -89,6 +92,8 @@ function SignedInPage({ path }: { path: string }) {
   if (work) return <LazyPage page={work} />;
   if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
   if (path === '/metrics') return <LazyPage page={<MetricsPage />} />;
+  const agents = agentsPage(path);
+  if (agents) return <LazyPage page={agents} />;
   const settings = /^\/settings(?:\/([a-z-]+))?$/.exec(path);
   if (settings) return <LazyPage page={<SettingsPage section={settings[1]} />} />;
   return <NotFound />;
@@ -106,6 +111,15 @@ function workPage(path: string) {
   if (path === '/tasks') return <TasksPage />;
   const task = new RegExp(`^/tasks/${UID}$`, 'i').exec(path);
   if (task) return <TaskPage uid={task[1]!} />;
+  return null;
+}
+
+function agentsPage(path: string) {
+  if (path === '/agents') return <AgentsPage />;
+  const agent = new RegExp(`^/agents/${UID}$`, 'i').exec(path);
+  if (agent) return <AgentPage key={agent[1]} uid={agent[1]!} />;
+  const run = new RegExp(`^/agents/${UID}/runs/${UID}$`, 'i').exec(path);
+  if (run) return <AgentRunPage key={run[2]} agentUid={run[1]!} runUid={run[2]!} />;
   return null;
 }
 

@@ -896,7 +896,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get one run */
+        /** Get one run (sparse fields as for activities; token_usage only when asked for and held) */
         get: operations["getAgentRun"];
         put?: never;
         post?: never;
@@ -8010,6 +8010,8 @@ export interface operations {
         parameters: {
             query?: {
                 event?: "action_taken" | "approval_required" | "outcome" | "error" | "digest";
+                /** @description only what this run of the agent reported */
+                run_uid?: string;
                 page?: number;
                 per_page?: number;
                 organization_uid?: string;
@@ -8082,6 +8084,8 @@ export interface operations {
     getAgentRun: {
         parameters: {
             query?: {
+                /** @description comma-separated attributes, as for activities; token_usage only this way */
+                "fields[agent-runs]"?: string;
                 organization_uid?: string;
             };
             header?: {

@@ -7,6 +7,7 @@ import {
   ActivitiesQuery,
   AgentRunEnvelope,
   AgentRunItem,
+  GetRunQuery,
   NotificationListEnvelope,
   NotificationsQuery,
   RunUidParams,
@@ -91,7 +92,7 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         db,
         request.tenant(),
         request.params.agent_uid,
-        request.query.event,
+        { event: request.query.event, runUid: request.query.run_uid },
         page,
       );
       return envelope({ items, _meta: pageMeta(page, total) }, 'Agent notifications');
@@ -104,13 +105,18 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'getAgentRun',
         tags,
-        summary: 'Get one run',
+        summary: 'Get one run (sparse fields as for activities; token_usage only when asked for and held)',
         params: RunUidParams,
+        querystring: GetRunQuery,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
       config: { scope: 'agents:read', errors: ['not_found'] },
     },
-    async (request) => envelope(await runs.getRun(db, request.tenant(), request.params.run_uid), 'Agent run'),
+    async (request) =>
+      envelope(
+        await runs.getRun(db, request.tenant(), request.params.run_uid, request.query['fields[agent-runs]']),
+        'Agent run',
+      ),
   );
 
   app.post(

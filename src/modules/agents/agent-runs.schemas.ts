@@ -104,6 +104,14 @@ export const StartRunBody = Type.Object(
 export type StartRunBodyT = Static<typeof StartRunBody>;
 
 export const RunUidParams = Type.Object({ run_uid: Uuid });
+export const GetRunQuery = Type.Object({
+  'fields[agent-runs]': Type.Optional(
+    Type.String({
+      maxLength: 500,
+      description: 'comma-separated attributes, as for activities; token_usage only this way',
+    }),
+  ),
+});
 
 export const Notification = Type.Object({
   uid: Uuid,
@@ -124,5 +132,8 @@ export const NotificationListEnvelope = Envelope(
 );
 export const NotificationsQuery = Type.Object({
   event: Type.Optional(Type.Union(NOTIFICATION_EVENTS.map((e) => Type.Literal(e)))),
+  run_uid: Type.Optional(
+    Type.String({ format: 'uuid', description: 'only what this run of the agent reported' }),
+  ),
   ...pageQuery(25),
 });

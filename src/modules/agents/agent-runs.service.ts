@@ -167,10 +167,16 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
   return { items: rows.map((r) => toRunItem(r, fields)), total, page, groups };
 }
 
-export async function getRun(db: Db, ctx: RequestContext, runUid: string): Promise<RunItem> {
+/** One run; `fields` as for activities (token_usage only when asked for and held in the run's organization). */
+export async function getRun(
+  db: Db,
+  ctx: RequestContext,
+  runUid: string,
+  fields?: string | undefined,
+): Promise<RunItem> {
   const run = await runsRepo.findRun(db, memberOrganizationUids(ctx), runUid);
   if (!run) throw notFound('Agent run');
-  return toRunItem(run);
+  return toRunItem(run, sparseFields(inOrganization(ctx, run.organizationUid), fields));
 }
 
 // ---- webhook events (docs/webhooks.md#event-types) ----

@@ -166,5 +166,9 @@ export const agentNotifications = pgTable(
   },
   (t) => [
     index('agent_notifications_agent_idx').on(t.organizationUid, t.agentUid, t.createdAt.desc(), t.uid),
+    // Migration 0018: a run's notifications (the `run_uid` filter of the list).
+    index('agent_notifications_run_idx')
+      .on(t.organizationUid, t.runUid, t.createdAt.desc(), t.uid)
+      .where(sql`run_uid is not null`),
   ],
 );

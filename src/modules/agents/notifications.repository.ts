@@ -30,13 +30,20 @@ export async function listNotifications(
   db: DbOrTx,
   organizationUid: string,
   agentUid: string,
-  filters: { event?: NotificationEvent | undefined; limit: number; offset: number },
+  filters: {
+    event?: NotificationEvent | undefined;
+    runUid?: string | undefined;
+    limit: number;
+    offset: number;
+  },
 ): Promise<{ rows: NotificationRow[]; total: number }> {
   const where: SQL[] = [
     eq(agentNotifications.organizationUid, organizationUid),
     eq(agentNotifications.agentUid, agentUid),
   ];
   if (filters.event) where.push(eq(agentNotifications.event, filters.event));
+  // Index-backed by agent_notifications_run_idx (migration 0018): a run's few among an agent's many.
+  if (filters.runUid) where.push(eq(agentNotifications.runUid, filters.runUid));
   const [rows, [totals]] = await Promise.all([
     db
       .select()

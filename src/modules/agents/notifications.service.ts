@@ -138,12 +138,14 @@ export async function listNotifications(
   db: Db,
   ctx: RequestContext,
   agentUid: string,
-  event: NotificationEvent | undefined,
+  filters: { event?: NotificationEvent | undefined; runUid?: string | undefined },
   page: PageRequest,
 ) {
   const agent = await getAgentRow(db, ctx, agentUid);
+  // A run of another agent or organization simply matches nothing: the filter reveals no run.
   const { rows, total } = await repo.listNotifications(db, agent.organizationUid, agent.uid, {
-    event,
+    event: filters.event,
+    runUid: filters.runUid,
     limit: page.perPage,
     offset: offsetOf(page),
   });
