@@ -1,4 +1,4 @@
-import { Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react';
+import { lazy, Suspense, useEffect, type ComponentType, type LazyExoticComponent } from 'react';
 import { Loading } from '../../components/states.tsx';
 import { Link, navigate } from '../../router.tsx';
 import { useSignedIn } from '../../session.tsx';
@@ -14,7 +14,11 @@ interface Section {
 }
 
 /** Each section is a page of its own, loaded on first use. The first one a person may see is the default. */
-const SECTIONS: Section[] = [];
+const SECTIONS: Section[] = [
+  { id: 'account', label: 'Your account', adminOnly: false, page: lazy(() => import('./account.tsx')) },
+  { id: 'keys', label: 'API keys', adminOnly: false, page: lazy(() => import('./keys.tsx')) },
+  { id: 'members', label: 'Members', adminOnly: true, page: lazy(() => import('./members.tsx')) },
+];
 
 /** `/app/settings/<section>`: the settings' own navigation beside the section. */
 export default function SettingsPage({ section }: { section: string | undefined }) {
