@@ -575,7 +575,9 @@ function Sessions({ version, onChanged }: { version: number; onChanged: () => vo
               <thead>
                 <tr>
                   <th scope="col">Browser</th>
-                  <th scope="col">Last active</th>
+                  <th scope="col" className="wide-only">
+                    Last active
+                  </th>
                   <th scope="col" className="wide-only">
                     Signed in
                   </th>
@@ -598,8 +600,11 @@ function Sessions({ version, onChanged }: { version: number; onChanged: () => vo
                       <th scope="row">
                         <span title={session.user_agent ?? undefined}>{browser}</span>
                         {session.current && <span className="status-pill status-current">This browser</span>}
+                        <span className="cell-note muted narrow-only">
+                          Last active {formatAgo(session.last_seen_at)}
+                        </span>
                       </th>
-                      <td className="nowrap">
+                      <td className="wide-only nowrap">
                         <time dateTime={session.last_seen_at} title={formatDateTime(session.last_seen_at)}>
                           {formatAgo(session.last_seen_at)}
                         </time>

@@ -414,7 +414,9 @@ function KeyTable({
           <thead>
             <tr>
               <th scope="col">{ownerOf ? 'Name and owner' : 'Name'}</th>
-              <th scope="col">Key</th>
+              <th scope="col" className="wide-only">
+                Key
+              </th>
               <th scope="col" className="wide-only">
                 Scopes
               </th>
@@ -441,8 +443,9 @@ function KeyTable({
                   <th scope="row" className="wrap-long key-name">
                     {key.name}
                     {ownerOf && <span className="cell-note muted">{ownerOf(key.user_uid)}</span>}
+                    <code className="cell-note narrow-only">{key.key_snippet}</code>
                   </th>
-                  <td className="nowrap">
+                  <td className="wide-only nowrap">
                     <code>{key.key_snippet}</code>
                   </td>
                   <td className="wide-only scope-cell">
