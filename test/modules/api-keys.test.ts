@@ -5,6 +5,7 @@ import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
 import { hashApiKey } from '../../src/modules/api-keys/api-key-format.ts';
+import { SCOPES } from '../../src/platform/http/scopes.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -161,6 +162,62 @@ describe('GET /api/api-keys', () => {
       url: () => '/api/api-keys',
       scope: 'api_keys:read',
       foreignOrganizationUrl: ({ p }) => `/api/api-keys?organization_uid=${p.orgB.uid}`,
+    },
+    () => ({ t, p }),
+  );
+});
+
+describe('GET /api/api-keys/scopes', () => {
+  const scopes = (key: string, query: Record<string, string> = {}) =>
+    call(t.app, 'GET', '/api/api-keys/scopes', { key, query });
+
+  it('lists every scope a key may carry, in words, marking those only admins hold', async () => {
+    const res = await scopes(p.orgA.admin.key);
+    expect(res.status, res.raw).toBe(200);
+    const items = res.body.data.items as { scope: string; description: string; admin_only: boolean }[];
+    expect(items.map((s) => s.scope)).toEqual([...SCOPES]);
+    expect(items.every((s) => s.description.length > 0)).toBe(true);
+    expect(items.filter((s) => s.admin_only).map((s) => s.scope)).toEqual([
+      'agents:token_usage',
+      'audit:read',
+      'members:read',
+      'members:write',
+      'webhooks:read',
+      'webhooks:write',
+    ]);
+  });
+
+  it('the list a member gets is the same; what it marks admin-only a member cannot grant', async () => {
+    const res = await scopes(p.orgA.member.key);
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data).toEqual((await scopes(p.orgA.admin.key)).body.data);
+    const adminOnly = (res.body.data.items as { scope: string; admin_only: boolean }[]).find(
+      (s) => s.admin_only,
+    )!;
+    expectErrorBody(
+      await create(p.orgA.member.key, { name: 'x', scopes: [adminOnly.scope] }),
+      403,
+      'forbidden',
+    );
+  });
+
+  it('with its own organization named: 200; with a key holding only api_keys:read: 200', async () => {
+    expect((await scopes(p.orgA.admin.key, { organization_uid: p.orgA.uid })).status).toBe(200);
+    expect((await scopes(await p.keyWithScopes(['api_keys:read']))).status).toBe(200);
+  });
+
+  it('400 for an unknown query parameter or a malformed organization_uid', async () => {
+    expectErrorBody(await scopes(p.orgA.admin.key, { role: 'admin' }), 400, 'unknown_parameter');
+    expectErrorBody(await scopes(p.orgA.admin.key, { organization_uid: 'nope' }), 400);
+  });
+
+  commonRouteChecks(
+    'GET /api/api-keys/scopes',
+    {
+      method: 'GET',
+      url: () => '/api/api-keys/scopes',
+      scope: 'api_keys:read',
+      foreignOrganizationUrl: ({ p }) => `/api/api-keys/scopes?organization_uid=${p.orgB.uid}`,
     },
     () => ({ t, p }),
   );

@@ -287,6 +287,95 @@ describe('sessions: list, revoke, sign out, expiry', () => {
   });
 });
 
+describe('changing the password', () => {
+  it('ends every session; the one that asked goes on as a new session, with the token in the answer', async () => {
+    const email = p.orgA.member.email;
+    const browser = await signIn(t, email, PASSWORD);
+    const elsewhere = await signIn(t, email, PASSWORD);
+    const oldCookie = browser.cookie;
+    const oldCsrf = browser.csrf;
+    const newPassword = `${PASSWORD} changed`;
+
+    const wrong = await browser.call('POST', '/api/auth/password', {
+      body: { current_password: 'not the password at all', new_password: newPassword },
+    });
+    expectErrorBody(wrong, 401, 'invalid_credentials');
+    expect(wrong.body.errors).toEqual([{ field: 'current_password', message: 'is not right' }]);
+    const short = await browser.call('POST', '/api/auth/password', {
+      body: { current_password: PASSWORD, new_password: 'too short' },
+    });
+    expectErrorBody(short, 422, 'validation_failed');
+    expect(short.body.errors[0].field).toBe('new_password');
+    expect(short.body.message).toContain('at least 12 characters');
+    const ownEmail = await browser.call('POST', '/api/auth/password', {
+      body: { current_password: PASSWORD, new_password: email.toUpperCase() },
+    });
+    expectErrorBody(ownEmail, 422, 'validation_failed');
+    expect(ownEmail.body.message).toContain('must not be your email address');
+    // Refused changes changed nothing.
+    expect((await elsewhere.call('GET', '/api/me')).status).toBe(200);
+
+    const changed = await browser.call('POST', '/api/auth/password', {
+      body: { current_password: PASSWORD, new_password: newPassword },
+    });
+    expect(changed.status, changed.raw).toBe(200);
+    expect(changed.headers['cache-control']).toBe('no-store');
+    const newCookie = sessionCookieOf(changed)!;
+    expect(newCookie).toBeDefined();
+    expect(newCookie).not.toBe(oldCookie);
+    expect(changed.body.data.done).toBe(true);
+    expect(changed.body.data.csrf_token).toMatch(/^[\w-]{43}$/);
+    expect(changed.body.data.csrf_token).not.toBe(oldCsrf);
+
+    // The old cookie and the other session are over; the new cookie writes with the new token only.
+    expectErrorBody(await elsewhere.call('GET', '/api/me'), 401);
+    browser.cookie = newCookie;
+    expectErrorBody(
+      await browser.call('POST', '/api/api-keys', { body: { name: 'stale token' } }),
+      403,
+      'csrf_failed',
+    );
+    browser.csrf = changed.body.data.csrf_token as string;
+    const created = await browser.call('POST', '/api/api-keys', { body: { name: 'after the change' } });
+    expect(created.status, created.raw).toBe(200);
+    await browser.call('DELETE', `/api/api-keys/${created.body.data.uid}`);
+    const session = await browser.call('GET', '/api/auth/session');
+    expect(session.body.data.csrf_token).toBe(browser.csrf);
+    expect(session.body.data.session.current).toBe(true);
+    browser.cookie = oldCookie;
+    expectErrorBody(await browser.call('GET', '/api/me'), 401);
+
+    // The new password signs in, the old one no longer; set back for the other tests.
+    expectErrorBody(
+      await call(t.app, 'POST', '/api/auth/sign-in', { body: { email, password: PASSWORD } }),
+      401,
+      'invalid_credentials',
+    );
+    const again = await signIn(t, email, newPassword);
+    const back = await again.call('POST', '/api/auth/password', {
+      body: { current_password: newPassword, new_password: PASSWORD },
+    });
+    expect(back.status, back.raw).toBe(200);
+  });
+
+  it('with an API key: the password changes, every session ends, and no token is answered', async () => {
+    const email = p.orgA.member.email;
+    const browser = await signIn(t, email, PASSWORD);
+    const changed = await call(t.app, 'POST', '/api/auth/password', {
+      key: p.orgA.member.key,
+      body: { current_password: PASSWORD, new_password: `${PASSWORD} by key` },
+    });
+    expect(changed.status, changed.raw).toBe(200);
+    expect(changed.body.data).toEqual({ done: true, csrf_token: null });
+    expect(sessionCookieOf(changed)).toBeUndefined();
+    expectErrorBody(await browser.call('GET', '/api/me'), 401);
+    await call(t.app, 'POST', '/api/auth/password', {
+      key: p.orgA.member.key,
+      body: { current_password: `${PASSWORD} by key`, new_password: PASSWORD },
+    });
+  });
+});
+
 describe('throttling', () => {
   // The clock stands still (a fake Date): a block of 1 s is still on when the next attempt comes,
   // however slow the machine is between them.
@@ -424,10 +513,15 @@ describe('TOTP second factor', () => {
       403,
       'session_required',
     );
+    const totpEnabled = async (b = browser) =>
+      (await b.call('GET', '/api/auth/session')).body.data.user.totp_enabled as boolean;
+    expect(await totpEnabled()).toBe(false);
     const setup = await browser.call('POST', '/api/auth/totp/setup');
     expect(setup.status, setup.raw).toBe(200);
     const secret = setup.body.data.secret as string;
     expect(setup.body.data.otpauth_uri).toMatch(/^otpauth:\/\/totp\/Remit:/);
+    // Set up is not on: only a confirmed code turns it on.
+    expect(await totpEnabled()).toBe(false);
     // Stored sealed, never in plaintext.
     const stored = await t.db.execute(
       sql`select totp_secret from user_credentials where totp_secret like 'enc:v1:%'`,
@@ -438,6 +532,7 @@ describe('TOTP second factor', () => {
     expect(
       (await browser.call('POST', '/api/auth/totp/enable', { body: { code: totpCode(secret) } })).status,
     ).toBe(200);
+    expect(await totpEnabled()).toBe(true);
 
     const noCode = await call(t.app, 'POST', '/api/auth/sign-in', { body: { email, password: PASSWORD } });
     expectErrorBody(noCode, 401, 'second_factor_missing');
@@ -446,6 +541,7 @@ describe('TOTP second factor', () => {
       body: { email, password: PASSWORD, totp_code: next },
     });
     expect(withCode.status, withCode.raw).toBe(200);
+    expect(withCode.body.data.user.totp_enabled).toBe(true);
     const replayed = await call(t.app, 'POST', '/api/auth/sign-in', {
       body: { email, password: PASSWORD, totp_code: next },
     });
@@ -472,6 +568,7 @@ describe('TOTP second factor', () => {
     expect(
       (await signedIn.call('POST', '/api/auth/totp/disable', { body: { password: PASSWORD } })).status,
     ).toBe(200);
+    expect(await totpEnabled(signedIn)).toBe(false);
   });
 
   it('an organization that requires it refuses its admins signed in without one', async () => {

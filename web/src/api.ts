@@ -26,10 +26,27 @@ export function sessionClient(csrfToken: string, onSessionEnded: () => void): Re
     maxRetryDelayMs: 5_000,
     fetch: async (request) => {
       const response = await fetch(request);
-      if (response.status === 401) onSessionEnded();
+      if (response.status === 401 && (await endsSession(response))) onSessionEnded();
       return response;
     },
   });
+}
+
+/**
+ * A 401 means the session is over, except `invalid_credentials`: a wrong current password or code typed
+ * on a signed-in page (changing the password, turning the second factor off) leaves the session as it was.
+ */
+async function endsSession(response: Response): Promise<boolean> {
+  const body: unknown = await response
+    .clone()
+    .json()
+    .catch(() => undefined);
+  return !(
+    typeof body === 'object' &&
+    body !== null &&
+    'code' in body &&
+    body.code === 'invalid_credentials'
+  );
 }
 
 /** The code of an API error, or undefined for anything else (a network failure). */

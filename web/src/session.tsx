@@ -15,6 +15,8 @@ export interface SignedIn {
   organization: Membership;
   chooseOrganization(uid: string): void;
   signOut(): Promise<void>;
+  /** Reads `GET /api/me` again: after a change to the person's own memberships (a role, leaving). */
+  reload(): Promise<void>;
 }
 
 export type Session =
@@ -110,6 +112,20 @@ export function SessionProvider({ children }: { children: ReactNode }) {
         await client.POST('/api/auth/sign-out');
         forgetResources();
         setState({ status: 'signed-out', notice: 'You have signed out.' });
+      },
+      reload: async () => {
+        const fresh = (await client.GET('/api/me')).data;
+        forgetResources();
+        setState((current) => {
+          if (current.status !== 'signed-in' || current.client !== client) return current;
+          const stays = fresh.memberships.some((m) => m.organization_uid === current.organizationUid);
+          const organizationUid = stays
+            ? current.organizationUid
+            : (fresh.default_organization_uid ?? fresh.memberships[0]?.organization_uid);
+          return organizationUid
+            ? { ...current, me: fresh, organizationUid }
+            : { status: 'error', message: `${fresh.user.email} belongs to no organization any more.` };
+        });
       },
     };
   }, [state, load]);

@@ -183,7 +183,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Change my password (every other session ends) */
+        /** Change my password (every session ends; a session that asks goes on as a new one, with a new anti-forgery token) */
         post: operations["changePassword"];
         delete?: never;
         options?: never;
@@ -322,6 +322,23 @@ export interface paths {
         put?: never;
         /** Create an API key (the full key is returned once) */
         post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/api-keys/scopes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The scopes a key may carry, what each allows, and which only admins hold */
+        get: operations["listApiKeyScopes"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4484,6 +4501,8 @@ export interface operations {
                                 uid: string;
                                 email: string;
                                 full_name: string;
+                                /** @description The account has a second factor (TOTP) on */
+                                totp_enabled: boolean;
                             };
                             session: {
                                 /** Format: uuid */
@@ -4598,6 +4617,8 @@ export interface operations {
                                 uid: string;
                                 email: string;
                                 full_name: string;
+                                /** @description The account has a second factor (TOTP) on */
+                                totp_enabled: boolean;
                             };
                             session: {
                                 /** Format: uuid */
@@ -4834,6 +4855,7 @@ export interface operations {
                         message: string;
                         data: {
                             done: boolean;
+                            csrf_token: string | null;
                         };
                     };
                 };
@@ -5027,6 +5049,8 @@ export interface operations {
                                 uid: string;
                                 email: string;
                                 full_name: string;
+                                /** @description The account has a second factor (TOTP) on */
+                                totp_enabled: boolean;
                             };
                             session: {
                                 /** Format: uuid */
@@ -5317,6 +5341,59 @@ export interface operations {
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
             507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    listApiKeyScopes: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: {
+                                /**
+                                 * @description The name to send in `scopes` when creating a key
+                                 * @enum {string}
+                                 */
+                                scope: "invoices:read" | "invoices:write" | "work_tasks:read" | "work_tasks:write" | "agents:read" | "agents:write" | "agents:token_usage" | "email:read" | "email:write" | "knowledge:write" | "metrics:read" | "metrics:write" | "search:read" | "api_keys:read" | "api_keys:write" | "audit:read" | "members:read" | "members:write" | "webhooks:read" | "webhooks:write";
+                                /** @description What the scope allows, in words */
+                                description: string;
+                                /** @description Held by admins only: a member's key never grants it, and a member cannot grant it */
+                                admin_only: boolean;
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     revokeApiKey: {

@@ -8,8 +8,10 @@ import {
   ApiKeyEnvelope,
   ApiKeyListEnvelope,
   ApiKeyParams,
+  ApiKeyScopesEnvelope,
   CreateApiKeyBody,
   ListApiKeysQuery,
+  OrganizationQuery,
 } from './api-keys.schemas.ts';
 import * as service from './api-keys.service.ts';
 
@@ -54,6 +56,25 @@ export async function apiKeyRoutes(app: App, deps: AppDeps) {
       const page = pageRequest(request.query, 25);
       const { items, total } = await service.listApiKeys(db, ctx, page);
       return envelope({ items, _meta: pageMeta(page, total) }, 'API keys');
+    },
+  );
+
+  app.get(
+    '/api/api-keys/scopes',
+    {
+      schema: {
+        operationId: 'listApiKeyScopes',
+        tags: ['API keys'],
+        summary: 'The scopes a key may carry, what each allows, and which only admins hold',
+        querystring: OrganizationQuery,
+        response: { 200: ApiKeyScopesEnvelope, ...errorResponses },
+      },
+      config: { scope: 'api_keys:read' },
+    },
+    async (request) => {
+      // Resolves the caller's organization like every route does (403 for one they are not in).
+      request.tenant(request.query.organization_uid);
+      return envelope({ items: service.listScopes() }, 'API key scopes');
     },
   );
 

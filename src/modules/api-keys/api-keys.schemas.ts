@@ -1,5 +1,13 @@
 import { Type } from 'typebox';
-import { DateTime, Envelope, Nullable, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
+import {
+  DateTime,
+  Envelope,
+  Nullable,
+  PageMeta,
+  pageQuery,
+  stringEnum,
+  Uuid,
+} from '../../platform/http/schemas.ts';
 import { SCOPES } from '../../platform/http/scopes.ts';
 
 export const ApiKey = Type.Object(
@@ -44,7 +52,16 @@ export const ListApiKeysQuery = Type.Object({
 export const ApiKeyParams = Type.Object({ uid: Uuid });
 export const OrganizationQuery = Type.Object({ organization_uid: Type.Optional(Uuid) });
 
+export const ApiKeyScope = Type.Object({
+  scope: stringEnum(SCOPES, { description: 'The name to send in `scopes` when creating a key' }),
+  description: Type.String({ description: 'What the scope allows, in words' }),
+  admin_only: Type.Boolean({
+    description: "Held by admins only: a member's key never grants it, and a member cannot grant it",
+  }),
+});
+
 export const ApiKeyEnvelope = Envelope(Type.Ref('ApiKey'));
+export const ApiKeyScopesEnvelope = Envelope(Type.Object({ items: Type.Array(ApiKeyScope) }));
 export const ApiKeyListEnvelope = Envelope(
   Type.Object({ items: Type.Array(Type.Ref('ApiKey')), _meta: PageMeta }),
 );

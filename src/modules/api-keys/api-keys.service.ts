@@ -13,7 +13,15 @@ import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { generateApiKey, hasValidChecksum, hashApiKey, keySnippet } from './api-key-format.ts';
 import * as repo from './api-keys.repository.ts';
 import type { KeyAuthCache } from './key-auth-cache.ts';
-import { isScope, roleAllows, SCOPES, type Role, type Scope } from '../../platform/http/scopes.ts';
+import {
+  isAdminOnly,
+  isScope,
+  roleAllows,
+  SCOPE_DESCRIPTIONS,
+  SCOPES,
+  type Role,
+  type Scope,
+} from '../../platform/http/scopes.ts';
 
 export interface ApiKeyView {
   uid: string;
@@ -80,6 +88,15 @@ export interface CreateApiKeyBody {
   scopes?: string[] | undefined;
   expires_in_days?: number | undefined;
   user_uid?: string | undefined;
+}
+
+/** Every scope a key may carry, with what it allows and whether only admins hold it (for pickers). */
+export function listScopes() {
+  return SCOPES.map((scope) => ({
+    scope,
+    description: SCOPE_DESCRIPTIONS[scope],
+    admin_only: isAdminOnly(scope),
+  }));
 }
 
 /** The requested scopes without repeats; any unknown one is 422 `validation_failed`, naming it. */

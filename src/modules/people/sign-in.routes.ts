@@ -33,7 +33,12 @@ const Session = Type.Object({
   current: Type.Boolean(),
 });
 const SignedIn = Type.Object({
-  user: Type.Object({ uid: Uuid, email: Type.String(), full_name: Type.String() }),
+  user: Type.Object({
+    uid: Uuid,
+    email: Type.String(),
+    full_name: Type.String(),
+    totp_enabled: Type.Boolean({ description: 'The account has a second factor (TOTP) on' }),
+  }),
   session: Session,
   csrf_token: Type.String({ description: 'Send it as X-CSRF-Token with every POST, PUT, PATCH and DELETE' }),
 });
@@ -73,7 +78,12 @@ export async function signInRoutes(app: App, deps: AppDeps) {
     reply.header('Cache-Control', NO_STORE);
     return envelope(
       {
-        user: { uid: opened.user.uid, email: opened.user.email, full_name: opened.user.fullName },
+        user: {
+          uid: opened.user.uid,
+          email: opened.user.email,
+          full_name: opened.user.fullName,
+          totp_enabled: opened.user.totpEnabled,
+        },
         session: { ...service.sessionView(signIn, opened.session), current: true },
         csrf_token: csrfTokenFor(opened.token),
       },
@@ -150,7 +160,13 @@ export async function signInRoutes(app: App, deps: AppDeps) {
       reply.header('Cache-Control', NO_STORE);
       return envelope(
         {
-          user: { uid: principal.user.uid, email: principal.user.email, full_name: principal.user.fullName },
+          user: {
+            uid: principal.user.uid,
+            email: principal.user.email,
+            full_name: principal.user.fullName,
+            // Read by this request's authentication (the session's one statement).
+            totp_enabled: principal.totpEnabled === true,
+          },
           session: current,
           csrf_token: csrfTokenFor(token),
         },
@@ -221,12 +237,26 @@ export async function signInRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'changePassword',
         tags,
-        summary: 'Change my password (every other session ends)',
+        summary:
+          'Change my password (every session ends; a session that asks goes on as a new one, with a new anti-forgery token)',
         body: Type.Object(
           { current_password: Password, new_password: Password },
           { additionalProperties: false },
         ),
-        response: { 200: Envelope(Done), ...errorResponses },
+        response: {
+          200: Envelope(
+            Type.Object({
+              done: Type.Boolean(),
+              csrf_token: Nullable(
+                Type.String({
+                  description:
+                    "The new session's anti-forgery token (its cookie is set with this answer); send it as X-CSRF-Token from now on. null with an API key",
+                }),
+              ),
+            }),
+          ),
+          ...errorResponses,
+        },
       },
       config: { ...PERSONAL, errors: ['invalid_credentials', 'rate_limited'] },
     },
@@ -237,8 +267,11 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         { currentPassword: request.body.current_password, newPassword: request.body.new_password },
         client(request),
       );
-      if (opened) setSessionCookie(request, reply, opened.token, deps.config.people.sessionMaxAgeS);
-      return envelope({ done: true }, 'Password changed');
+      if (!opened) return envelope({ done: true, csrf_token: null }, 'Password changed');
+      // The old session ended with the change: the page needs the new one's token for its next write.
+      setSessionCookie(request, reply, opened.token, deps.config.people.sessionMaxAgeS);
+      reply.header('Cache-Control', NO_STORE);
+      return envelope({ done: true, csrf_token: csrfTokenFor(opened.token) }, 'Password changed');
     },
   );
 

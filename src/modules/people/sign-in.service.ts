@@ -83,6 +83,7 @@ export async function authenticateSession(
       memberships,
       // A user with TOTP gets sessions only with a code (signIn below), so every one of theirs has it.
       secondFactor: row.totp_enabled,
+      totpEnabled: row.totp_enabled,
     },
   };
 }
@@ -100,7 +101,7 @@ export class SessionActivityRecorder extends TouchRecorder {
 export interface NewSession {
   token: string;
   session: repo.SessionRow;
-  user: { uid: string; email: string; fullName: string };
+  user: { uid: string; email: string; fullName: string; totpEnabled: boolean };
 }
 
 /** Opens a session for the user (after whatever proved who they are). */
@@ -122,7 +123,16 @@ export async function openSession(
       userAgent: client.userAgent?.slice(0, 512) ?? null,
       method,
     });
-    return { token, session, user: { uid: user.uid, email: user.email, fullName: user.fullName } };
+    return {
+      token,
+      session,
+      user: {
+        uid: user.uid,
+        email: user.email,
+        fullName: user.fullName,
+        totpEnabled: user.totpEnabledAt !== null,
+      },
+    };
   });
 }
 
@@ -273,6 +283,8 @@ export async function changePassword(
       { field: 'current_password', message: 'is not right' },
     ]);
   }
+  // Named as the body names it (setPassword below checks it again, as `password`, for its other callers).
+  assertPassword(input.newPassword, principal.user.email, 'new_password');
   await setPassword(deps, principal.user.uid, principal.user.email, input.newPassword);
   // Every session ended with the change; the one that made it goes on as a new one.
   return principal.credential.kind === 'session'

@@ -42,6 +42,8 @@ export interface Principal {
   memberships: Membership[];
   /** A session made with the user's second factor (TOTP). */
   secondFactor?: boolean;
+  /** Whether the user has a second factor on, as a session's authentication read it (undefined: not read). */
+  totpEnabled?: boolean;
 }
 
 export const ACTOR_TYPES = ['user', 'api_key', 'agent_run', 'system'] as const;

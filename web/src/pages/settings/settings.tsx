@@ -15,6 +15,9 @@ interface Section {
 
 /** Each section is a page of its own, loaded on first use. The first one a person may see is the default. */
 const SECTIONS: Section[] = [
+  { id: 'account', label: 'Your account', adminOnly: false, page: lazy(() => import('./account.tsx')) },
+  { id: 'keys', label: 'API keys', adminOnly: false, page: lazy(() => import('./keys.tsx')) },
+  { id: 'members', label: 'Members', adminOnly: true, page: lazy(() => import('./members.tsx')) },
   // Members read the organization's settings, its email accounts and its Slack channel, and change
   // none of them (PATCH settings, POST email accounts: admins); the billing integration is admins' only,
   // to read as well (docs/authentication.md).
