@@ -9,6 +9,7 @@ import { SignInLinkPage } from './pages/sign-in-link.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { Link, navigate, useLocation } from './router.tsx';
 import { SessionProvider, useSession } from './session.tsx';
+import type { CollectionTab } from './collections.ts';
 
 // The work pages load on first use, so the inbox's first load stays small (docs/console.md#size).
 const InvoicesPage = lazy(() => import('./pages/invoices.tsx'));
@@ -18,6 +19,8 @@ const TaskPage = lazy(() => import('./pages/task.tsx'));
 const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 const MetricsPage = lazy(() => import('./pages/metrics.tsx'));
 const SettingsPage = lazy(() => import('./pages/settings/settings.tsx'));
+const CollectionsPage = lazy(() => import('./pages/collections.tsx'));
+const EmailDraftPage = lazy(() => import('./pages/email-draft.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -89,6 +92,8 @@ function SignedInPage({ path }: { path: string }) {
   if (work) return <LazyPage page={work} />;
   if (path === '/knowledge') return <LazyPage page={<KnowledgePage />} />;
   if (path === '/metrics') return <LazyPage page={<MetricsPage />} />;
+  const collections = collectionsPage(path);
+  if (collections) return <LazyPage page={collections} />;
   const settings = /^\/settings(?:\/([a-z-]+))?$/.exec(path);
   if (settings) return <LazyPage page={<SettingsPage section={settings[1]} />} />;
   return <NotFound />;
@@ -106,6 +111,15 @@ function workPage(path: string) {
   if (path === '/tasks') return <TasksPage />;
   const task = new RegExp(`^/tasks/${UID}$`, 'i').exec(path);
   if (task) return <TaskPage uid={task[1]!} />;
+  return null;
+}
+
+function collectionsPage(path: string) {
+  if (path === '/collections') return <CollectionsPage tab="drafts" />;
+  const tab = /^\/collections\/(drafts|scheduled|sent|canceled)$/.exec(path);
+  if (tab) return <CollectionsPage tab={tab[1] as CollectionTab} />;
+  const email = new RegExp(`^/collections/${UID}$`, 'i').exec(path);
+  if (email) return <EmailDraftPage uid={email[1]!} />;
   return null;
 }
 
