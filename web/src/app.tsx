@@ -119,7 +119,8 @@ function collectionsPage(path: string) {
   const tab = /^\/collections\/(drafts|scheduled|sent|canceled)$/.exec(path);
   if (tab) return <CollectionsPage tab={tab[1] as CollectionTab} />;
   const email = new RegExp(`^/collections/${UID}$`, 'i').exec(path);
-  if (email) return <EmailDraftPage uid={email[1]!} />;
+  // Keyed: another email's page starts afresh (its notices, its edit mode).
+  if (email) return <EmailDraftPage key={email[1]} uid={email[1]!} />;
   return null;
 }
 

@@ -198,10 +198,7 @@ export default function EmailDraftPage({ uid }: { uid: string }) {
 /** The sentence a send's outcome is announced with. */
 function outcomeNotice(email: EmailDraft): Notice | undefined {
   if (email.status === 'sent') {
-    return {
-      text: `Sent ${email.sent_at ? formatDateTime(email.sent_at) : ''}.`.replace(' .', '.'),
-      tone: 'ok',
-    };
+    return { text: email.sent_at ? `Sent ${formatDateTime(email.sent_at)}.` : 'Sent.', tone: 'ok' };
   }
   if (email.status === 'failed')
     return { text: `Sending failed: ${email.error ?? 'no reason given'}`, tone: 'problem' };
