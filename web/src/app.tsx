@@ -9,6 +9,7 @@ import { SignInLinkPage } from './pages/sign-in-link.tsx';
 import { SignInPage } from './pages/sign-in.tsx';
 import { Link, navigate, useLocation } from './router.tsx';
 import { SessionProvider, useSession } from './session.tsx';
+import type { CollectionTab } from './collections.ts';
 
 // The work pages load on first use, so the inbox's first load stays small (docs/console.md#size).
 const InvoicesPage = lazy(() => import('./pages/invoices.tsx'));
@@ -21,6 +22,8 @@ const SettingsPage = lazy(() => import('./pages/settings/settings.tsx'));
 const AgentsPage = lazy(() => import('./pages/agents.tsx'));
 const AgentPage = lazy(() => import('./pages/agent.tsx'));
 const AgentRunPage = lazy(() => import('./pages/agent-run.tsx'));
+const CollectionsPage = lazy(() => import('./pages/collections.tsx'));
+const EmailDraftPage = lazy(() => import('./pages/email-draft.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -94,6 +97,8 @@ function SignedInPage({ path }: { path: string }) {
   if (path === '/metrics') return <LazyPage page={<MetricsPage />} />;
   const agents = agentsPage(path);
   if (agents) return <LazyPage page={agents} />;
+  const collections = collectionsPage(path);
+  if (collections) return <LazyPage page={collections} />;
   const settings = /^\/settings(?:\/([a-z-]+))?$/.exec(path);
   if (settings) return <LazyPage page={<SettingsPage section={settings[1]} />} />;
   return <NotFound />;
@@ -120,6 +125,16 @@ function agentsPage(path: string) {
   if (agent) return <AgentPage key={agent[1]} uid={agent[1]!} />;
   const run = new RegExp(`^/agents/${UID}/runs/${UID}$`, 'i').exec(path);
   if (run) return <AgentRunPage key={run[2]} agentUid={run[1]!} runUid={run[2]!} />;
+  return null;
+}
+
+function collectionsPage(path: string) {
+  if (path === '/collections') return <CollectionsPage tab="drafts" />;
+  const tab = /^\/collections\/(drafts|scheduled|sent|canceled)$/.exec(path);
+  if (tab) return <CollectionsPage tab={tab[1] as CollectionTab} />;
+  const email = new RegExp(`^/collections/${UID}$`, 'i').exec(path);
+  // Keyed: another email's page starts afresh (its notices, its edit mode).
+  if (email) return <EmailDraftPage key={email[1]} uid={email[1]!} />;
   return null;
 }
 

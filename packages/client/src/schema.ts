@@ -664,7 +664,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * List the organization's emails (drafts and what became of them), newest change first
+         * @description Every status unless `status` narrows it. `data.items` are the records `GET /api/email/drafts/{uid}` answers, `data._meta` the page; `per_page` 1–100, default 25.
+         */
+        get: operations["listEmailDrafts"];
         put?: never;
         /** Save a draft: without uid a create (201, from_account_id required), with uid an update of the fields sent (200) */
         post: operations["saveEmailDraft"];
@@ -7098,6 +7102,68 @@ export interface operations {
             403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    listEmailDrafts: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+                /** @description comma-separated statuses, any of draft, sending, sent, failed, canceled */
+                status?: string;
+                /** @description what the email is about, e.g. `invoice` */
+                context_type?: string;
+                context_id?: string;
+                /** @description case-insensitive substring of the subject or of a recipient (to, cc or bcc) */
+                q?: string;
+                /** @description true: drafts waiting for their planned_send_at (status draft with a time); false: every other email */
+                scheduled?: boolean;
+                /** @description prefix + ascending, - descending; emails without the time come last either way */
+                sort?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["EmailDraft"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];

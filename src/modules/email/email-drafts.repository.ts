@@ -1,5 +1,6 @@
-import { and, eq, inArray, isNotNull, lte, sql } from 'drizzle-orm';
+import { and, count, eq, inArray, isNotNull, lte, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
+import { containsPattern } from '../../platform/db/text-search.ts';
 import { PGBOSS_SCHEMA } from '../../platform/jobs/jobs.ts';
 import { emailAccounts } from './email-accounts.tables.ts';
 import { emailDrafts, type DraftStatus } from './email-drafts.tables.ts';
@@ -43,6 +44,69 @@ export async function updateDraft(
     .where(one(organizationUid, uid))
     .returning();
   return row;
+}
+
+export interface DraftFilters {
+  statuses?: DraftStatus[] | undefined;
+  contextType?: string | undefined;
+  contextId?: string | undefined;
+  q?: string | undefined;
+  scheduled?: boolean | undefined;
+}
+
+const DRAFT_SORT_COLUMNS = {
+  updated_at: emailDrafts.updatedAt,
+  created_at: emailDrafts.createdAt,
+  planned_send_at: emailDrafts.plannedSendAt,
+  sent_at: emailDrafts.sentAt,
+} as const;
+export type DraftSortField = keyof typeof DRAFT_SORT_COLUMNS;
+
+/** Waiting for the worker: a draft with a send time (what `scheduled=true` lists). */
+const isScheduled = sql`(${emailDrafts.status} = 'draft' and ${emailDrafts.plannedSendAt} is not null)`;
+
+/**
+ * One organization's emails, filtered and paged. The default order (newest change first) walks the
+ * (organization, updated_at desc, uid desc) index; an invoice's emails the (organization, context)
+ * one. `q` matches the subject or any one recipient, its `%`, `_` and `\` taken literally.
+ */
+export async function listDrafts(
+  db: DbOrTx,
+  organizationUid: string,
+  filters: DraftFilters,
+  sort: { field: DraftSortField; descending: boolean },
+  page: { limit: number; offset: number },
+): Promise<{ rows: EmailDraftRow[]; total: number }> {
+  const where: SQL[] = [eq(emailDrafts.organizationUid, organizationUid)];
+  if (filters.statuses?.length) where.push(inArray(emailDrafts.status, filters.statuses));
+  if (filters.contextType !== undefined) where.push(eq(emailDrafts.contextType, filters.contextType));
+  if (filters.contextId !== undefined) where.push(eq(emailDrafts.contextId, filters.contextId));
+  if (filters.scheduled !== undefined) where.push(filters.scheduled ? isScheduled : sql`not ${isScheduled}`);
+  if (filters.q) {
+    const pattern = containsPattern(filters.q);
+    where.push(
+      sql`(${emailDrafts.subject} ilike ${pattern} or exists (
+        select 1 from unnest(${emailDrafts.to} || ${emailDrafts.cc} || ${emailDrafts.bcc}) as recipient
+        where recipient ilike ${pattern}))`,
+    );
+  }
+  const column = DRAFT_SORT_COLUMNS[sort.field];
+  // `nulls last` both ways (an email not yet sent has no sent_at), as the index is built.
+  const direction = sort.descending ? sql`desc nulls last` : sql`asc nulls last`;
+  const [rows, [totals]] = await Promise.all([
+    db
+      .select()
+      .from(emailDrafts)
+      .where(and(...where))
+      .orderBy(sql`${column} ${direction}`, sql`${emailDrafts.uid} ${direction}`)
+      .limit(page.limit)
+      .offset(page.offset),
+    db
+      .select({ total: count() })
+      .from(emailDrafts)
+      .where(and(...where)),
+  ]);
+  return { rows, total: Number(totals?.total ?? 0) };
 }
 
 /** The draft with what the sender needs of its account (display name, SMTP server). */

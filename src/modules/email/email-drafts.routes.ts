@@ -1,10 +1,23 @@
 import { Type } from 'typebox';
+import { envelope } from '../../platform/http/envelope.ts';
+import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import { DRAFT_BODY_LIMIT_BYTES, EmailDraft, SaveDraftBody, UidParams } from './email-drafts.schemas.ts';
+import {
+  DRAFT_BODY_LIMIT_BYTES,
+  EmailDraft,
+  EmailDraftListEnvelope,
+  ListDraftsQuery,
+  SaveDraftBody,
+  UidParams,
+} from './email-drafts.schemas.ts';
 import * as service from './email-drafts.service.ts';
 
-/** Interface 4.6: the draft routes answer the bare record, no envelope (interface 2.1). */
+/**
+ * Interface 4.6: the draft routes answer the bare record, no envelope (interface 2.1). The list, which
+ * the interface does not have, is enveloped like every other list (`GET /api/email/accounts`), with
+ * the bare records as its items.
+ */
 export async function emailDraftRoutes(app: App, deps: AppDeps) {
   const draftDeps: service.EmailDraftDeps = {
     db: deps.database.db,
@@ -35,6 +48,29 @@ export async function emailDraftRoutes(app: App, deps: AppDeps) {
       const ctx = request.tenant(request.body.organization_uid);
       if (request.body.uid) return service.updateDraft(draftDeps, ctx, request.body.uid, request.body);
       return reply.code(201).send(await service.createDraft(draftDeps, ctx, request.body));
+    },
+  );
+
+  app.get(
+    '/api/email/drafts',
+    {
+      schema: {
+        operationId: 'listEmailDrafts',
+        tags,
+        summary: "List the organization's emails (drafts and what became of them), newest change first",
+        description:
+          'Every status unless `status` narrows it. `data.items` are the records `GET /api/email/drafts/{uid}` ' +
+          'answers, `data._meta` the page; `per_page` 1–100, default 25.',
+        querystring: ListDraftsQuery,
+        response: { 200: EmailDraftListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'email:read' },
+    },
+    async (request) => {
+      const ctx = request.tenant(request.query.organization_uid);
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await service.listDrafts(draftDeps.db, ctx, request.query, page);
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Email drafts');
     },
   );
 

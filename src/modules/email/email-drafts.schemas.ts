@@ -1,5 +1,5 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import { DateTime, Envelope, Nullable, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
 import { DRAFT_STATUSES } from './email-drafts.tables.ts';
 import { EmailAddress } from './email-accounts.schemas.ts';
 
@@ -85,3 +85,45 @@ export const EmailDraft = Type.Object(
 );
 
 export const UidParams = Type.Object({ uid: Uuid });
+
+/** What the list sorts by; `-` for descending. Ties go by uid, so pages never overlap. */
+export const DRAFT_SORT_FIELDS = ['updated_at', 'created_at', 'planned_send_at', 'sent_at'] as const;
+
+export const ListDraftsQuery = Type.Object({
+  organization_uid: Type.Optional(Uuid),
+  status: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: `comma-separated statuses, any of ${DRAFT_STATUSES.join(', ')}`,
+    }),
+  ),
+  context_type: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 64, description: 'what the email is about, e.g. `invoice`' }),
+  ),
+  context_id: Type.Optional(Uuid),
+  q: Type.Optional(
+    Type.String({
+      maxLength: 200,
+      description: 'case-insensitive substring of the subject or of a recipient (to, cc or bcc)',
+    }),
+  ),
+  scheduled: Type.Optional(
+    Type.Boolean({
+      description:
+        'true: drafts waiting for their planned_send_at (status draft with a time); false: every other email',
+    }),
+  ),
+  sort: Type.Optional(
+    Type.String({
+      pattern: `^[+ -]?(${DRAFT_SORT_FIELDS.join('|')})$`,
+      default: '-updated_at',
+      description: 'prefix + ascending, - descending; emails without the time come last either way',
+    }),
+  ),
+  ...pageQuery(25),
+});
+export type ListDraftsQueryT = Static<typeof ListDraftsQuery>;
+
+export const EmailDraftListEnvelope = Envelope(
+  Type.Object({ items: Type.Array(Type.Ref('EmailDraft')), _meta: PageMeta }),
+);

@@ -3,12 +3,13 @@ import crypto from 'node:crypto';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
 import { findAccount } from './email-accounts.repository.ts';
 import * as repo from './email-drafts.repository.ts';
-import { MAX_ATTACHMENT_BYTES, type SaveDraftBodyT } from './email-drafts.schemas.ts';
-import type { DraftStatus, StoredAttachment } from './email-drafts.tables.ts';
+import { MAX_ATTACHMENT_BYTES, type ListDraftsQueryT, type SaveDraftBodyT } from './email-drafts.schemas.ts';
+import { DRAFT_STATUSES, type DraftStatus, type StoredAttachment } from './email-drafts.tables.ts';
 import { EMAIL_SEND_QUEUE, scheduleSend } from './email-sending.ts';
 import { changesBetween, recordAuditEvent, recordUpdate } from '../audit/audit.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
@@ -314,6 +315,42 @@ export async function getDraft(db: Db, ctx: RequestContext, uid: string): Promis
   const row = await repo.findDraft(db, memberOrganizationUids(ctx), uid);
   if (!row) throw notFound('Email draft');
   return toDraftView(row);
+}
+
+/** `status=draft,failed` → the statuses; an unknown one is 400 naming the allowed ones. */
+function statusList(value: string | undefined): DraftStatus[] | undefined {
+  if (value === undefined || value.trim() === '') return undefined;
+  const items = value.split(',').map((s) => s.trim());
+  for (const item of items) {
+    if (!(DRAFT_STATUSES as readonly string[]).includes(item)) {
+      throw new AppError(
+        'invalid_parameter',
+        `Unknown status "${item}"; one of ${DRAFT_STATUSES.join(', ')}`,
+        [{ field: 'status', message: `must be a comma-separated list of ${DRAFT_STATUSES.join(', ')}` }],
+      );
+    }
+  }
+  return items as DraftStatus[];
+}
+
+/**
+ * `GET /api/email/drafts`: the organization's emails in every status, as `GET /api/email/drafts/{uid}`
+ * shows each. Members see them all, as they may read, save and cancel any of them by uid.
+ */
+export async function listDrafts(db: Db, ctx: RequestContext, query: ListDraftsQueryT, page: PageRequest) {
+  const filters: repo.DraftFilters = {
+    statuses: statusList(query.status),
+    contextType: query.context_type,
+    contextId: query.context_id,
+    q: query.q?.trim() || undefined,
+    scheduled: query.scheduled,
+  };
+  const sort = parseSort<repo.DraftSortField>(query.sort, '-updated_at');
+  const { rows, total } = await repo.listDrafts(db, ctx.organizationUid, filters, sort, {
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toDraftView), total };
 }
 
 /** `DELETE /api/email/drafts/{uid}`: → `canceled`; its job is dropped and its attachments removed. */

@@ -68,5 +68,8 @@ export const emailDrafts = pgTable(
     index('email_drafts_sending_idx')
       .on(t.sendingLeaseUntil)
       .where(sql`status = 'sending'`),
+    // The list (migration 0017): an organization's emails by their latest change, and an entity's emails.
+    index('email_drafts_org_updated_idx').on(t.organizationUid, t.updatedAt.desc(), t.uid.desc()),
+    index('email_drafts_org_context_idx').on(t.organizationUid, t.contextType, t.contextId),
   ],
 );

@@ -60,6 +60,9 @@ export function Shell({ children }: { children: ReactNode }) {
           <Link to="/app/tasks" aria-current={path.startsWith('/tasks') ? 'page' : undefined}>
             Tasks
           </Link>
+          <Link to="/app/collections" aria-current={path.startsWith('/collections') ? 'page' : undefined}>
+            Collections
+          </Link>
           <Link to="/app/agents" aria-current={path.startsWith('/agents') ? 'page' : undefined}>
             Agents
           </Link>

@@ -1,5 +1,6 @@
 import { useRef, useState, type FormEvent } from 'react';
 import { problemOf, type Invoice } from '../api.ts';
+import { InvoiceEmails } from '../components/invoice-emails.tsx';
 import { TableBox } from '../components/list-parts.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
 import { formatAgo, formatDate, formatDateTime, formatMoney } from '../format.ts';
@@ -65,6 +66,7 @@ export default function InvoicePage({ uid }: { uid: string }) {
       <Payments invoice={data} version={version} />
       <Comments invoice={data} onAdded={() => setVersion((v) => v + 1)} />
       <Attachments invoice={data} />
+      <InvoiceEmails invoiceUid={data.uid} />
       <Sync invoice={data} />
     </div>
   );
