@@ -18,6 +18,7 @@ const TaskPage = lazy(() => import('./pages/task.tsx'));
 const KnowledgePage = lazy(() => import('./pages/knowledge.tsx').then((m) => ({ default: m.KnowledgePage })));
 const MetricsPage = lazy(() => import('./pages/metrics.tsx'));
 const SettingsPage = lazy(() => import('./pages/settings/settings.tsx'));
+const ApprovalLinkPage = lazy(() => import('./pages/approval-link.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -28,6 +29,7 @@ const PUBLIC_PAGES: Record<string, ComponentType> = {
   '/reset-password': ResetPasswordPage,
   '/accept-invitation': AcceptInvitationPage,
   '/sign-in-link': SignInLinkPage,
+  '/approval': ApprovalLinkPage,
 };
 
 export function App() {
@@ -42,7 +44,8 @@ function Pages() {
   const { path } = useLocation();
   const { session } = useSession();
   const Public = PUBLIC_PAGES[path];
-  if (Public) return <Public />;
+  // Suspense: a public page may load lazily (the approval link's).
+  if (Public) return <LazyPage page={<Public />} />;
   if (session.status === 'loading') {
     return (
       <main className="auth" id="main">
