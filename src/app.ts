@@ -31,6 +31,7 @@ import { startKeyAuthCache, type KeyAuthCache } from './modules/api-keys/key-aut
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
+import { preferenceRoutes } from './modules/me/preferences.routes.ts';
 import { signInRoutes } from './modules/people/sign-in.routes.ts';
 import { authenticateSession, SessionActivityRecorder } from './modules/people/sign-in.service.ts';
 import { systemRoutes } from './modules/system/system.routes.ts';
@@ -48,6 +49,8 @@ import { agentRunRoutes } from './modules/agents/agent-runs.routes.ts';
 import { conversationRoutes } from './modules/conversations/conversations.routes.ts';
 import { searchRoutes } from './modules/search/search.routes.ts';
 import { workTaskRoutes } from './modules/work-tasks/work-tasks.routes.ts';
+import { approvalLinkRoutes } from './modules/work-tasks/approval-links.routes.ts';
+import { registerApprovalEmailJobs } from './modules/work-tasks/approval-emails.jobs.ts';
 import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
@@ -78,7 +81,7 @@ import { setHttpRoute, tracingActive } from './platform/observability/tracing.ts
  */
 const MODULES: readonly AppModule[] = [
   { name: 'system', routes: [systemRoutes] },
-  { name: 'me', routes: [async (app) => meRoutes(app)] },
+  { name: 'me', routes: [async (app) => meRoutes(app), preferenceRoutes] },
   { name: 'sign-in', routes: [signInRoutes] },
   { name: 'api-keys', routes: [apiKeyRoutes] },
   { name: 'parties', routes: [partyRoutes] },
@@ -92,7 +95,7 @@ const MODULES: readonly AppModule[] = [
     jobs: registerEmailJobs,
   },
   { name: 'search', routes: [searchRoutes] },
-  { name: 'work-tasks', routes: [workTaskRoutes] },
+  { name: 'work-tasks', routes: [workTaskRoutes, approvalLinkRoutes], jobs: registerApprovalEmailJobs },
   {
     name: 'agents',
     routes: [agentRoutes, agentRunRoutes],

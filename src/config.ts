@@ -31,6 +31,11 @@ export interface Config {
    * even without a notification: a safety net; a decision is normally heard at once (LISTEN/NOTIFY).
    */
   taskWaitRecheckS: number;
+  /**
+   * Hours an emailed approval link stays valid (docs/approval-emails.md#the-links); default 72, 1 to
+   * 720. Each link works once, and only while its approval is undecided.
+   */
+  approvalLinkTtlH: number;
   /** Seals stored credentials (AES-256-GCM); required with DATABASE_URL, generated into DATA_DIR otherwise. */
   secretKey: string | undefined;
   /** Earlier keys, comma-separated: they still open what they sealed until `remit secrets rotate`. */
@@ -415,6 +420,7 @@ export function loadConfig(env: Env = process.env): Config {
     apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
     authCacheTtlS: integer(env, 'AUTH_CACHE_TTL_S', 10, 0, 300),
     taskWaitRecheckS: integer(env, 'TASK_WAIT_RECHECK_S', 10, 1, 60),
+    approvalLinkTtlH: integer(env, 'APPROVAL_LINK_TTL_H', 72, 1, 720),
     secretKey: optional(env, 'SECRET_KEY'),
     secretKeysPrevious: (optional(env, 'SECRET_KEY_PREVIOUS') ?? '')
       .split(',')

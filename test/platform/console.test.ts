@@ -112,10 +112,10 @@ describe('the console at /app', () => {
   });
 
   it('the links Remit emails open the console, token kept', async () => {
-    for (const page of ['/reset-password', '/accept-invitation', '/sign-in-link']) {
-      const res = await get(t, `${page}?token=abc_DEF-123`);
+    for (const page of ['/reset-password', '/accept-invitation', '/sign-in-link', '/approval']) {
+      const res = await get(t, `${page}?token=abc_DEF-123.sig`);
       expect(res.statusCode).toBe(302);
-      expect(res.headers.location).toBe(`/app${page}?token=abc_DEF-123`);
+      expect(res.headers.location).toBe(`/app${page}?token=abc_DEF-123.sig`);
     }
   });
 

@@ -24,6 +24,7 @@ const AgentPage = lazy(() => import('./pages/agent.tsx'));
 const AgentRunPage = lazy(() => import('./pages/agent-run.tsx'));
 const CollectionsPage = lazy(() => import('./pages/collections.tsx'));
 const EmailDraftPage = lazy(() => import('./pages/email-draft.tsx'));
+const ApprovalLinkPage = lazy(() => import('./pages/approval-link.tsx'));
 
 const UID = '([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})';
 
@@ -34,6 +35,7 @@ const PUBLIC_PAGES: Record<string, ComponentType> = {
   '/reset-password': ResetPasswordPage,
   '/accept-invitation': AcceptInvitationPage,
   '/sign-in-link': SignInLinkPage,
+  '/approval': ApprovalLinkPage,
 };
 
 export function App() {
@@ -48,7 +50,8 @@ function Pages() {
   const { path } = useLocation();
   const { session } = useSession();
   const Public = PUBLIC_PAGES[path];
-  if (Public) return <Public />;
+  // Suspense: a public page may load lazily (the approval link's).
+  if (Public) return <LazyPage page={<Public />} />;
   if (session.status === 'loading') {
     return (
       <main className="auth" id="main">

@@ -72,6 +72,24 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/me/preferences": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** My preferences in one of my organizations (approval emails) */
+        get: operations["getMyPreferences"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /** Change my preferences in one of my organizations: approval requests by email */
+        patch: operations["updateMyPreferences"];
+        trace?: never;
+    };
     "/api/auth/sign-in": {
         parameters: {
             query?: never;
@@ -804,6 +822,40 @@ export interface paths {
          * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. Fields of the other kind are a 422.
          */
         patch: operations["updateWorkTask"];
+        trace?: never;
+    };
+    "/api/approval-links/lookup": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** What an emailed approval link is about: the request, its invoices, whether it is decided and by whom (decides nothing) */
+        post: operations["lookUpApprovalLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/approval-links/decide": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Approve or reject with an emailed link, as the person it was sent to (once; a rejection needs a reason) */
+        post: operations["decideByApprovalLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/agents": {
@@ -1947,6 +1999,69 @@ export interface components {
             resolution_note?: string | null;
             _warning?: string;
         };
+        /** ApprovalLink */
+        ApprovalLink: {
+            task: {
+                /** Format: uuid */
+                uid: string;
+                /** Format: uuid */
+                organization_uid: string;
+                organization_name: string;
+                title: string;
+                status: string;
+                priority: string;
+                /** Format: date-time */
+                created_at: string;
+                agent: {
+                    /** Format: uuid */
+                    uid: string;
+                    name: string;
+                } | null;
+                /** @description The tool the agent wants to run (`tool_args.type`) */
+                tool: string;
+                tool_args: {
+                    [key: string]: unknown;
+                };
+                reasoning: string;
+                trigger_type: string | null;
+                resolution: ("approved" | "rejected") | null;
+                resolved_at: string | null;
+                resolved_by: {
+                    /** Format: uuid */
+                    user_uid: string;
+                    user_name: string;
+                } | null;
+                resolution_note: string | null;
+            };
+            /** @description The invoices the approval is about, as far as the link’s person may see them */
+            invoices: {
+                /** Format: uuid */
+                uid: string;
+                invoice_number: string;
+                invoice_type: string;
+                status: string;
+                currency: string;
+                total_cents: number;
+                amount_remaining_cents: number;
+                due_date: string | null;
+                overdue_days: number;
+                counterparty_name: string | null;
+            }[];
+            link: {
+                /** @description Whom the link is for: the decision is taken as this person */
+                user: {
+                    /** Format: uuid */
+                    uid: string;
+                    full_name: string;
+                    email: string;
+                };
+                /** Format: date-time */
+                expires_at: string;
+                used_at: string | null;
+                used_action: ("approve" | "reject") | null;
+            };
+            warning: string | null;
+        };
         /** Agent */
         Agent: {
             /** Format: uuid */
@@ -2488,6 +2603,13 @@ export interface components {
                 entity_uid: string;
             }[];
         };
+        DecideByApprovalLinkBody: {
+            /** @description The `token` of the emailed link (`/approval?token=…`) */
+            token: string;
+            action: "approve" | "reject";
+            /** @description The reason: required to reject; sent as a note with an approval */
+            resolution_note?: string;
+        };
         DisableTotpBody: {
             /** @description The six-digit code of the authenticator app */
             code?: string;
@@ -2496,6 +2618,10 @@ export interface components {
         EnableTotpBody: {
             /** @description The six-digit code of the authenticator app */
             code: string;
+        };
+        LookUpApprovalLinkBody: {
+            /** @description The `token` of the emailed link (`/approval?token=…`) */
+            token: string;
         };
         PrepareEmailBody: {
             /**
@@ -2756,6 +2882,12 @@ export interface components {
             /** @description immutable: 422 */
             metric_date?: unknown;
         };
+        UpdateMyPreferencesBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** @description Email me each approval request of this organization, with a link to decide it */
+            approval_emails: boolean;
+        };
         UpdateOrganizationSettingsBody: {
             segregation_of_duties?: boolean;
             require_admin_mfa?: boolean;
@@ -2899,6 +3031,24 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "already_resolved";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_resolved`: the approval was already decided
+         *     - `token_used`: the emailed link was already used
+         */
+        AlreadyResolvedOrTokenUsedOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_resolved" | "token_used";
                 };
             };
         };
@@ -3132,6 +3282,23 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "conflict" | "invalid_state";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         */
+        ForbiddenOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden";
                 };
             };
         };
@@ -3708,6 +3875,23 @@ export interface components {
                 "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
                 "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
                 "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_found";
+                };
+            };
+        };
+        /**
+         * @description Not Found: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_found`: no such resource in the caller’s organizations (or one the caller may not see)
+         */
+        NotFoundOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
             };
             content: {
@@ -4467,6 +4651,108 @@ export interface operations {
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    getMyPreferences: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** Format: uuid */
+                            organization_uid: string;
+                            organization_name: string;
+                            /** @description Approval requests of this organization come to me by email (default false) */
+                            approval_emails: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    updateMyPreferences: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateMyPreferencesBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** Format: uuid */
+                            organization_uid: string;
+                            organization_name: string;
+                            /** @description Approval requests of this organization come to me by email (default false) */
+                            approval_emails: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     signIn: {
@@ -7745,6 +8031,101 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    lookUpApprovalLink: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["LookUpApprovalLinkBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalLink"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute"];
+            403: components["responses"]["ForbiddenOnPublicRoute"];
+            404: components["responses"]["NotFoundOnPublicRoute"];
+            410: components["responses"]["TokenExpiredOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
+            429: components["responses"]["RateLimitedOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
+        };
+    };
+    decideByApprovalLink: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecideByApprovalLinkBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalLink"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute"];
+            403: components["responses"]["ForbiddenOnPublicRoute"];
+            404: components["responses"]["NotFoundOnPublicRoute"];
+            409: components["responses"]["AlreadyResolvedOrTokenUsedOnPublicRoute"];
+            410: components["responses"]["TokenExpiredOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
+            429: components["responses"]["RateLimitedOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     listAgents: {

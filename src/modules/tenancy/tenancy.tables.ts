@@ -62,6 +62,8 @@ export const memberships = pgTable(
       .references(() => users.uid),
     role: text('role', { enum: ['admin', 'member'] }).notNull(),
     isDefault: boolean('is_default').notNull().default(false),
+    /** The person wants approval requests of this organization by email (docs/approval-emails.md). */
+    approvalEmails: boolean('approval_emails').notNull().default(false),
     ...timestamps,
   },
   (t) => [

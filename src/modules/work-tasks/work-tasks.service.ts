@@ -24,6 +24,7 @@ import {
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
+import { queueApprovalEmails } from './approval-emails.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -392,6 +393,7 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
   await recordTaskCreated(tx, input.origin, task, entities);
   await emitTaskCreated(tx, input.jobs, task);
+  await queueApprovalEmails(tx, input.jobs, task, input.origin);
   return task;
 }
 

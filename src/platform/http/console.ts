@@ -9,10 +9,15 @@ import { helmetHeaders } from './security-headers.ts';
 export const CONSOLE_PREFIX = '/app';
 
 /**
- * The pages Remit's emails link to (`PUBLIC_BASE_URL` + path, docs/people.md): they are console pages,
- * so each redirects into `/app` with its query (the emailed token) kept.
+ * The pages Remit's emails link to (`PUBLIC_BASE_URL` + path, docs/people.md, docs/approval-emails.md):
+ * they are console pages, so each redirects into `/app` with its query (the emailed token) kept.
  */
-export const EMAILED_LINK_PAGES = ['/accept-invitation', '/reset-password', '/sign-in-link'] as const;
+export const EMAILED_LINK_PAGES = [
+  '/accept-invitation',
+  '/reset-password',
+  '/sign-in-link',
+  '/approval',
+] as const;
 
 /**
  * Stricter than the API's policy (security-headers.ts), which allows inline styles for Swagger UI: the

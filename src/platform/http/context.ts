@@ -20,11 +20,11 @@ export interface Membership {
 }
 
 /**
- * What authenticated a call: an API key, a person's sign-in session (docs/people.md), or the service
- * itself acting for a background job.
+ * What authenticated a call: an API key, a person's sign-in session (docs/people.md), an emailed
+ * approval link (its `jti`; docs/approval-emails.md), or the service itself acting for a background job.
  */
 export interface Credential {
-  kind: 'api_key' | 'session' | 'system';
+  kind: 'api_key' | 'session' | 'approval_link' | 'system';
   uid: string;
   /**
    * The organization the credential's own records (idempotency) are kept under: a key's organization; a

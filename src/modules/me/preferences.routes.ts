@@ -1,0 +1,52 @@
+import { envelope } from '../../platform/http/envelope.ts';
+import { errorResponses } from '../../platform/http/schemas.ts';
+import type { App, AppDeps } from '../../platform/http/types.ts';
+import { PatchPreferencesBody, PreferencesEnvelope, PreferencesQuery } from './preferences.schemas.ts';
+import * as service from './preferences.service.ts';
+
+/**
+ * My preferences in an organization (`organization_uid`, else my default one). Like `GET /api/me`: any
+ * key of mine or my session, no scope — they are about me, and reach nobody else's data.
+ */
+export async function preferenceRoutes(app: App, deps: AppDeps) {
+  const { db } = deps.database;
+  const tags = ['Account'];
+
+  app.get(
+    '/api/me/preferences',
+    {
+      schema: {
+        operationId: 'getMyPreferences',
+        tags,
+        summary: 'My preferences in one of my organizations (approval emails)',
+        querystring: PreferencesQuery,
+        response: { 200: PreferencesEnvelope, ...errorResponses },
+      },
+      config: { errors: ['not_a_member'] },
+    },
+    async (request) =>
+      envelope(
+        await service.getPreferences(db, request.tenant(request.query.organization_uid)),
+        'Preferences',
+      ),
+  );
+
+  app.patch(
+    '/api/me/preferences',
+    {
+      schema: {
+        operationId: 'updateMyPreferences',
+        tags,
+        summary: 'Change my preferences in one of my organizations: approval requests by email',
+        body: PatchPreferencesBody,
+        response: { 200: PreferencesEnvelope, ...errorResponses },
+      },
+      config: { errors: ['not_a_member'] },
+    },
+    async (request) =>
+      envelope(
+        await service.updatePreferences(db, request.tenant(request.body.organization_uid), request.body),
+        'Preferences saved',
+      ),
+  );
+}
