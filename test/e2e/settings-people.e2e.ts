@@ -137,6 +137,20 @@ describe('the console: your account, API keys, members', { timeout: 60_000 }, ()
     await fresh.close();
   });
 
+  it('approval requests by email: turned on, still on after a reload, turned off', async () => {
+    await page.goto(`${server.url}/app/settings/account`);
+    const box = page.getByRole('checkbox', { name: /Email me each approval an agent asks for/ });
+    expect(await box.isChecked()).toBe(false);
+    await box.check();
+    await page.getByText(`will be emailed to ${ADA.email}`).waitFor();
+    await page.reload();
+    await page.getByRole('heading', { name: 'Approval requests by email' }).waitFor();
+    expect(await box.isChecked()).toBe(true);
+    await box.uncheck();
+    await page.getByText('Approval requests will no longer be emailed to you.').waitFor();
+    expect(await box.isChecked()).toBe(false);
+  });
+
   it('second factor: set up from the QR code’s key, turned on, asked at sign-in, turned off with the password', async () => {
     // A write right after the password change: the console carries the new session's anti-forgery token.
     await page.getByRole('button', { name: 'Set up a second factor' }).click();

@@ -50,10 +50,85 @@ export default function AccountSettings() {
           </div>
         </dl>
       </section>
+      <ApprovalEmails />
       <ChangePassword onChanged={changed} />
       <SecondFactor version={version} onChanged={changed} />
       <Sessions version={version} onChanged={changed} />
     </div>
+  );
+}
+
+/**
+ * Approval requests by email (docs/approval-emails.md): this person's choice in this organization,
+ * saved as soon as the box changes.
+ */
+function ApprovalEmails() {
+  const { client, user, organization } = useSignedIn();
+  const organizationUid = organization.organization_uid;
+  const [version, setVersion] = useState(0);
+  const preferences = useResource(`preferences:${user.uid}:${organizationUid}:${version}`, async () => {
+    const { data } = await client.GET('/api/me/preferences', {
+      params: { query: { organization_uid: organizationUid } },
+    });
+    return data;
+  });
+  const [saving, setSaving] = useState(false);
+  const [notice, setNotice] = useState<string>();
+  const [problem, setProblem] = useState<string>();
+  const change = async (on: boolean) => {
+    setSaving(true);
+    setNotice(undefined);
+    setProblem(undefined);
+    try {
+      await client.PATCH('/api/me/preferences', {
+        body: { organization_uid: organizationUid, approval_emails: on },
+      });
+      setNotice(
+        on
+          ? `Approval requests in ${organization.organization_name} will be emailed to ${user.email}.`
+          : 'Approval requests will no longer be emailed to you.',
+      );
+      setVersion((v) => v + 1);
+    } catch (error) {
+      setProblem(problemOf(error));
+    } finally {
+      setSaving(false);
+    }
+  };
+  return (
+    <section className="panel" aria-labelledby="approval-emails-heading">
+      <h2 id="approval-emails-heading">Approval requests by email</h2>
+      {preferences.status === 'loading' && <Loading label="Loading your preferences…" />}
+      {preferences.status === 'error' && (
+        <Problem
+          title="Your preferences could not be loaded"
+          message={preferences.message}
+          onRetry={() => setVersion((v) => v + 1)}
+        />
+      )}
+      {preferences.status === 'ready' && (
+        <div className="field">
+          <label className="checkbox">
+            <input
+              type="checkbox"
+              checked={preferences.data.approval_emails}
+              disabled={saving}
+              onChange={(event) => void change(event.currentTarget.checked)}
+            />
+            Email me each approval an agent asks for in {organization.organization_name}, with a link to
+            approve or reject it (each link works once, only for me, and expires)
+          </label>
+        </div>
+      )}
+      <div aria-live="polite" className="live-notice">
+        {notice && <p className="form-notice">{notice}</p>}
+        {problem && (
+          <p className="form-problem" role="alert">
+            {problem}
+          </p>
+        )}
+      </div>
+    </section>
   );
 }
 
