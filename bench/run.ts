@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: builds Remit if stale, starts it compiled (PGlite and PostgreSQL) and two reference
  * servers as child processes pinned to CPU 0, drives them with autocannon from this process (pinned to
- * CPU 1), times Remit's start and reads its memory, prints a table and writes
+ * CPU 1), times Remit's start and reads its memory and how soon a held approval long-poll hears its
+ * decision, prints a table and writes
  * bench/results/<timestamp>.json. See bench/README.md.
  */
 import { spawn } from 'node:child_process';
@@ -10,6 +11,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
+import {
+  APPROVAL_ITEMS,
+  approvalResults,
+  runApprovals,
+  type ApprovalMeasurement,
+  type ApprovalsId,
+} from './lib/approvals.ts';
 import { cleanupAll, cleanupStarted, errorMessage, onCleanup } from './lib/cleanup.ts';
 import { capturePlans, type PlanCapture } from './lib/explain.ts';
 import { captureSearchPlans, type SearchPlanCapture } from './lib/search-explain.ts';
@@ -128,6 +136,11 @@ interface Settings extends LoadSettings {
   startupFreshRuns: number;
   /** Requests in all at each RSS reading of the rss-growth measurements. */
   rssRequests: number[];
+  /** The approvals group's measurements selected (BENCH_SCENARIOS, BENCH_ENGINES), and its settings. */
+  approvals: ApprovalsId[];
+  approvalRounds: number;
+  approvalBurst: number;
+  approvalHoldMs: number;
 }
 
 /** BENCH_INVOICE_SIZES (or another list of sizes): "10000,100000" or "10k,100k,1m". */
@@ -185,8 +198,8 @@ function loadSettings(): Settings {
     }
   }
   for (const pattern of onlyIds ?? []) {
-    if (![...known, ...STARTUP_ITEMS].some((s) => selects(pattern, s))) {
-      const groups = [...new Set([...known.map((s) => s.group), STARTUP_GROUP])];
+    if (![...known, ...STARTUP_ITEMS, ...APPROVAL_ITEMS].some((s) => selects(pattern, s))) {
+      const groups = [...new Set([...known.map((s) => s.group), STARTUP_GROUP, APPROVAL_ITEMS[0]!.group])];
       throw new BenchError(
         `BENCH_SCENARIOS: "${pattern}" selects nothing (groups: ${groups.join(', ')}; ids such as ${known
           .slice(0, 4)
@@ -205,7 +218,14 @@ function loadSettings(): Settings {
       (!onlyIds || onlyIds.some((pattern) => selects(pattern, item))) &&
       (!onlyEngines || onlyEngines.includes(item.engine)),
   ).map((item) => item.id);
-  if (scenarios.length === 0 && startup.length === 0) throw new BenchError('no scenario selected');
+  const approvals = APPROVAL_ITEMS.filter(
+    (item) =>
+      (!onlyIds || onlyIds.some((pattern) => selects(pattern, item))) &&
+      (!onlyEngines || onlyEngines.includes(item.engine)),
+  ).map((item) => item.id);
+  if (scenarios.length === 0 && startup.length === 0 && approvals.length === 0) {
+    throw new BenchError('no scenario selected');
+  }
   const connections = intFromEnv('BENCH_CONNECTIONS', 10, 1);
   const rssRequests = sizesFromEnv('BENCH_RSS_REQUESTS', [20_000, 200_000]);
   if (rssRequests.length < 2 || rssRequests[0]! < connections) {
@@ -232,6 +252,10 @@ function loadSettings(): Settings {
     // A fresh data directory costs several seconds a start: at most 3 unless asked for more.
     startupFreshRuns: intFromEnv('BENCH_STARTUP_FRESH_RUNS', Math.min(3, startupRuns), 1),
     rssRequests,
+    approvals,
+    approvalRounds: intFromEnv('BENCH_APPROVAL_ROUNDS', 200, 1),
+    approvalBurst: intFromEnv('BENCH_APPROVAL_BURST', 20, 2),
+    approvalHoldMs: intFromEnv('BENCH_APPROVAL_HOLD_MS', 20, 1),
   };
 }
 
@@ -616,7 +640,11 @@ function ratio(a: Figures | null, b: Figures | null | undefined): number | null 
 async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults> {
   const startedAt = new Date().toISOString();
   const loadAverageAtStart = os.loadavg().map(round2);
-  const engines = ENGINES.filter((engine) => settings.scenarios.some((s) => s.engine === engine));
+  const approvalItems = APPROVAL_ITEMS.filter((item) => settings.approvals.includes(item.id));
+  const engines = ENGINES.filter(
+    (engine) =>
+      settings.scenarios.some((s) => s.engine === engine) || approvalItems.some((a) => a.engine === engine),
+  );
   const referenced = settings.scenarios.flatMap((s) => (s.references ? [s.references] : []));
   const bareIds = [...new Set(referenced.map((r) => r.bare))];
   const oneReadIds = [...new Set(referenced.map((r) => r.oneRead))];
@@ -663,6 +691,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   let searchPlans: SearchPlanCapture | null = null;
   const captured = new Map<BareReferenceId, { file: string; engine: Engine }>();
   let pglitePostgres: string | null = null;
+  const approvalMeasurements: ApprovalMeasurement[] = [];
 
   const failScenario = (scenario: Scenario, request: RequestSpec | undefined, error: unknown) => {
     log(`  ${scenario.id} FAILED: ${errorMessage(error)}`);
@@ -732,6 +761,45 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       await writeFile(file, answer.body);
       captured.set(id, { file, engine });
       log(`  captured ${answer.body.length} bytes of ${request.method} ${request.path} for ${id}`);
+    }
+
+    // The approval long-poll first, on the fresh server, before any load scenario's dataset.
+    const approvalItem = approvalItems.find((item) => item.engine === engine);
+    if (approvalItem) {
+      const asApprovalServer = (server: Server) => ({
+        name: server.name,
+        baseUrl: server.baseUrl,
+        pid: server.child.process.pid,
+        assertAlive: () => assertAlive(server),
+      });
+      approvalMeasurements.push(
+        await runApprovals(approvalItem, {
+          engine,
+          main: asApprovalServer(remit),
+          apiKey: init.api_key,
+          // Cross-process: a second server on the same database (RUN_WORKERS=false like the first).
+          ...(engine === 'postgres'
+            ? {
+                startSecond: async () => {
+                  const second = await startServer(
+                    `Remit (${engine}, second process)`,
+                    REMIT_SERVER_ARGS,
+                    { ...REMIT_ENV, ...dbEnv, RUN_WORKERS: 'false' },
+                    pinning,
+                    settings,
+                    false,
+                  );
+                  return { ...asApprovalServer(second), stop: () => stopServer(second) };
+                },
+              }
+            : {}),
+          postgresDatabase,
+          rounds: settings.approvalRounds,
+          burst: settings.approvalBurst,
+          holdMs: settings.approvalHoldMs,
+          log,
+        }),
+      );
     }
 
     for (const scenario of ofEngine) {
@@ -885,8 +953,17 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
     return result;
   });
 
+  const approvals =
+    approvalItems.length === 0
+      ? null
+      : approvalResults(approvalMeasurements, {
+          rounds: settings.approvalRounds,
+          burst: settings.approvalBurst,
+          holdMs: settings.approvalHoldMs,
+        });
+
   return {
-    format: 4,
+    format: 5,
     started_at: startedAt,
     finished_at: new Date().toISOString(),
     git: gitState(repoRoot),
@@ -918,6 +995,9 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       startup_runs: settings.startupRuns,
       startup_fresh_runs: settings.startupFreshRuns,
       rss_requests: settings.rssRequests,
+      approval_rounds: settings.approvalRounds,
+      approval_burst: settings.approvalBurst,
+      approval_hold_ms: settings.approvalHoldMs,
     },
     references: referenceResults,
     scenarios: scenariosOut,
@@ -927,7 +1007,8 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
     search_seeding: searchSeeding,
     search_plans: searchPlans,
     startup,
-    ok: scenariosOut.every((s) => s.figures !== null) && (startup?.ok ?? true),
+    approvals,
+    ok: scenariosOut.every((s) => s.figures !== null) && (startup?.ok ?? true) && (approvals?.ok ?? true),
   };
 }
 

@@ -1,6 +1,7 @@
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Checked, Engine, ReferenceKind, SearchDataset } from '../scenarios.ts';
+import type { ApprovalCase, ApprovalResults } from './approvals.ts';
 import type { PlanCapture } from './explain.ts';
 import type { SearchPlanCapture } from './search-explain.ts';
 import type { Figures, HttpMethod } from './load.ts';
@@ -118,8 +119,9 @@ export interface BenchResults {
    * 2: scenarios with connections, datasets, latency targets; seeding, scaling and plans.
    * 3: adds the search scenarios (`search_dataset`, `search_seeding`, `search_plans`, search sizes).
    * 4: Remit runs compiled (`remit_server_command`); adds the startup group (`startup`, its settings).
+   * 5: adds the approvals group (`approvals`, `approval_rounds`, `approval_burst`, `approval_hold_ms`).
    */
-  format: 4;
+  format: 5;
   started_at: string;
   finished_at: string;
   git: { commit: string | null; dirty: boolean | null };
@@ -153,6 +155,10 @@ export interface BenchResults {
     startup_runs: number;
     startup_fresh_runs: number;
     rss_requests: number[];
+    /** BENCH_APPROVAL_ROUNDS, BENCH_APPROVAL_BURST, BENCH_APPROVAL_HOLD_MS. */
+    approval_rounds: number;
+    approval_burst: number;
+    approval_hold_ms: number;
   };
   references: ReferenceResult[];
   scenarios: ScenarioResult[];
@@ -165,6 +171,8 @@ export interface BenchResults {
   search_plans: SearchPlanCapture | null;
   /** Start and footprint (group `startup`), or null when not selected. */
   startup: StartupResults | null;
+  /** The approval long-poll (group `approvals`), or null when not selected. */
+  approvals: ApprovalResults | null;
   ok: boolean;
 }
 
@@ -284,6 +292,7 @@ export function renderTable(results: BenchResults): string {
     ...invoiceSection(results),
     ...searchSection(results),
     ...startupSection(results),
+    ...approvalsSection(results),
     ...(results.references.length + results.scenarios.length > 0
       ? [
           'srv / pg / gen cpu: CPU time of the server / of the bench database’s PostgreSQL backends / of the load',
@@ -558,8 +567,75 @@ function startupSection(results: BenchResults): string[] {
   return out;
 }
 
+/** The approval long-poll: one line per engine and case (GET answered − PATCH answered / sent). */
+function approvalsSection(results: BenchResults): string[] {
+  const approvals = results.approvals;
+  if (!approvals || approvals.measurements.length === 0) return [];
+  type Line = { engine: Engine; c: ApprovalCase };
+  const ms = (value: number) => value.toFixed(2);
+  const fourCell = (spread: ApprovalCase['get_after_patch_sent_ms']) =>
+    spread ? `${ms(spread.p50)} / ${ms(spread.p95)} / ${ms(spread.p99)} / ${ms(spread.max)}` : '–';
+  const columns: Column<Line>[] = [
+    { title: 'engine', right: false, cell: (l) => l.engine },
+    { title: 'case', right: false, cell: (l) => l.c.id },
+    { title: 'at once', right: true, cell: (l) => String(l.c.concurrency) },
+    { title: 'samples', right: true, cell: (l) => number(l.c.samples) },
+    { title: 'hold ms', right: true, cell: (l) => String(l.c.hold_ms) },
+    {
+      title: 'GET − PATCH answered p50 / p95 / p99 / max ms',
+      right: true,
+      cell: (l) => fourCell(l.c.get_after_patch_answered_ms),
+    },
+    {
+      title: 'target',
+      right: false,
+      cell: (l) => `${l.c.target.pass ? 'PASS' : 'FAIL'} ≤ ${l.c.target.max_ms}`,
+    },
+    {
+      title: 'GET − PATCH sent p50 / p95 / p99 / max ms',
+      right: true,
+      cell: (l) => fourCell(l.c.get_after_patch_sent_ms),
+    },
+    { title: 'PATCH p50 ms', right: true, cell: (l) => (l.c.patch_ms ? ms(l.c.patch_ms.p50) : '–') },
+    { title: 'srv cpu', right: true, cell: (l) => cpuCell(l.c.cpu?.server_percent ?? null) },
+    { title: 'pg cpu', right: true, cell: (l) => cpuCell(l.c.cpu?.postgres_percent ?? null) },
+    { title: 'others', right: true, cell: (l) => cpuCell(l.c.cpu?.others_percent ?? null) },
+  ];
+  const rows: Array<{ line: Line } | { failed: string[] }> = [];
+  const notes: string[] = [];
+  for (const m of approvals.measurements) {
+    if (m.error) rows.push({ failed: [m.engine, `FAILED: ${m.error}`] });
+    for (const c of m.cases) {
+      rows.push(
+        c.error ? { failed: [m.engine, c.id, `FAILED: ${c.error}`] } : { line: { engine: m.engine, c } },
+      );
+    }
+    if (m.calibration) {
+      notes.push(
+        `  ${m.engine}: a plain GET of the task took ≤ ${ms(m.calibration.plain_get_ms.max)} ms alone (p50 ${ms(m.calibration.plain_get_ms.p50)}), ${approvals.burst} at once ≤ ${ms(m.calibration.burst_plain_get_ms.max)} ms`,
+      );
+    }
+  }
+  return [
+    `Approval long-poll (GET /api/work-tasks/{uid}?wait=${approvals.wait_s} held, then PATCH {action: approve}; ${number(approvals.rounds)} approvals per case`,
+    `after ${approvals.warmup_rounds} warm-up rounds; each GET held ≥ ${approvals.hold_ms} ms and ≥ 2 × the slowest plain GET of its calibration;`,
+    'two-processes: the GET held by the first server, the PATCH sent to a second one on the same database):',
+    ...notes,
+    '',
+    ...table(columns, rows),
+    '',
+  ];
+}
+
 function targetLines(results: BenchResults): string[] {
   const targets: string[] = [];
+  for (const m of results.approvals?.measurements ?? []) {
+    for (const c of m.cases) {
+      targets.push(
+        `  ${c.target.pass ? 'PASS' : 'FAIL'}  approval long-poll on ${m.engine}, ${c.id}${c.concurrency > 1 ? ` (${c.concurrency} at once)` : ''}: p99 of GET answered − PATCH answered ${c.target.value_ms === null ? '–' : `${c.target.value_ms.toFixed(2)} ms`} (target ≤ ${c.target.max_ms} ms)`,
+      );
+    }
+  }
   for (const m of results.startup?.measurements ?? []) {
     for (const t of m.targets) {
       const value =
@@ -622,7 +698,12 @@ function contentionWarning(results: BenchResults): string[] {
     if (busy === undefined || cpu.server_percent === null || m.engine === 'postgres') return false;
     return busy - cpu.server_percent > 25;
   });
-  if (suspect.length === 0) return [];
+  const approvalCases = (results.approvals?.measurements ?? []).flatMap((m) =>
+    m.cases
+      .filter((c) => (c.cpu?.others_percent ?? 0) > 25)
+      .map((c) => `approvals ${c.id} on ${m.engine} (others ${c.cpu?.others_percent ?? '?'}%)`),
+  );
+  if (suspect.length + approvalCases.length === 0) return [];
   const name = (m: MeasuredBase) => {
     const s = m as Partial<ScenarioResult>;
     const sized = s.dataset ?? s.search_dataset;
@@ -631,7 +712,7 @@ function contentionWarning(results: BenchResults): string[] {
     return `${m.title}${m.engine && !s.dataset ? ` on ${m.engine}` : ''}${size}${clients} (others ${m.figures?.cpu.others_percent ?? '?'}%)`;
   };
   return [
-    `WARNING: other work used the cores during ${suspect.length} run(s): ${suspect.map(name).join('; ')}.`,
+    `WARNING: other work used the cores during ${suspect.length + approvalCases.length} run(s): ${[...suspect.map(name), ...approvalCases].join('; ')}.`,
     'Those figures are low and noisy.',
     '',
   ];
