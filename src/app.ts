@@ -48,6 +48,8 @@ import { agentRunRoutes } from './modules/agents/agent-runs.routes.ts';
 import { conversationRoutes } from './modules/conversations/conversations.routes.ts';
 import { searchRoutes } from './modules/search/search.routes.ts';
 import { workTaskRoutes } from './modules/work-tasks/work-tasks.routes.ts';
+import { approvalPolicyRoutes } from './modules/work-tasks/approval-policies.routes.ts';
+import { registerWorkTaskJobs } from './modules/work-tasks/work-tasks.jobs.ts';
 import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
@@ -92,7 +94,7 @@ const MODULES: readonly AppModule[] = [
     jobs: registerEmailJobs,
   },
   { name: 'search', routes: [searchRoutes] },
-  { name: 'work-tasks', routes: [workTaskRoutes] },
+  { name: 'work-tasks', routes: [workTaskRoutes, approvalPolicyRoutes], jobs: registerWorkTaskJobs },
   {
     name: 'agents',
     routes: [agentRoutes, agentRunRoutes],
