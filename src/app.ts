@@ -51,6 +51,8 @@ import { searchRoutes } from './modules/search/search.routes.ts';
 import { workTaskRoutes } from './modules/work-tasks/work-tasks.routes.ts';
 import { approvalLinkRoutes } from './modules/work-tasks/approval-links.routes.ts';
 import { registerApprovalEmailJobs } from './modules/work-tasks/approval-emails.jobs.ts';
+import { approvalPolicyRoutes } from './modules/work-tasks/approval-policies.routes.ts';
+import { registerWorkTaskJobs } from './modules/work-tasks/work-tasks.jobs.ts';
 import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
@@ -95,7 +97,14 @@ const MODULES: readonly AppModule[] = [
     jobs: registerEmailJobs,
   },
   { name: 'search', routes: [searchRoutes] },
-  { name: 'work-tasks', routes: [workTaskRoutes, approvalLinkRoutes], jobs: registerApprovalEmailJobs },
+  {
+    name: 'work-tasks',
+    routes: [workTaskRoutes, approvalPolicyRoutes, approvalLinkRoutes],
+    jobs: async (deps, log) => {
+      await registerWorkTaskJobs(deps, log);
+      await registerApprovalEmailJobs(deps, log);
+    },
+  },
   {
     name: 'agents',
     routes: [agentRoutes, agentRunRoutes],

@@ -12,6 +12,7 @@ export * from './modules/email/email-drafts.tables.ts';
 export * from './modules/agents/agents.tables.ts';
 export * from './modules/work-tasks/work-tasks.tables.ts';
 export * from './modules/work-tasks/approval-emails.tables.ts';
+export * from './modules/work-tasks/approval-policies.tables.ts';
 export * from './modules/conversations/conversations.tables.ts';
 export * from './modules/knowledge/knowledge.tables.ts';
 export * from './modules/documents/documents.tables.ts';

@@ -265,6 +265,37 @@ describe('raising an approval emails the members who opted in', () => {
     expect(outboxMessages(t, p.orgA.member.email).filter((m) => m.includes(task.title))).toEqual([]);
   });
 
+  it('under an approval policy only those it lets approve are emailed, and the link ends with the approval', async () => {
+    const policy = await call(t.app, 'POST', '/api/approval-policies', {
+      key: p.orgA.admin.key,
+      body: {
+        name: 'Admins only, within the hour',
+        agent_uid: agentUid,
+        tool_type: 'send_email',
+        approver_roles: ['admin'],
+        expires_after_minutes: 60,
+      },
+    });
+    expect(policy.status, policy.raw).toBe(201);
+    try {
+      const task = await raise();
+      const admin = await emailAbout(p.orgA.admin.email, task.title);
+      const rows = await t.db
+        .select()
+        .from(approvalEmailRecipients)
+        .where(eq(approvalEmailRecipients.taskUid, task.uid));
+      expect(rows.map((r) => r.userUid)).toEqual([p.orgA.admin.userUid]);
+      expect(outboxMessages(t, p.orgA.member.email).filter((m) => m.includes(task.title))).toEqual([]);
+      // Not the 72 hours of APPROVAL_LINK_TTL_H: the approval itself expires within the hour.
+      const expiresAt = Date.parse((await getTask(task.uid)).expires_at as string);
+      expect(claimsOf(tokenIn(admin)).exp).toBe(Math.floor(expiresAt / 1000));
+    } finally {
+      await call(t.app, 'DELETE', `/api/approval-policies/${policy.body.data.uid}`, {
+        key: p.orgA.admin.key,
+      });
+    }
+  });
+
   it('a job run again mails nobody twice, and one left mid-send by a crash is not resent', async () => {
     const task = await raise();
     await emailAbout(p.orgA.admin.email, task.title);

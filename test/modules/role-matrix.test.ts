@@ -49,6 +49,8 @@ const VALID_BODIES: Record<string, unknown> = {
   // Takes no body.
   'POST /api/organization/{organization_uid}/invitations/{uid}/resend': {},
   'POST /api/organization/{organization_uid}/webhook-endpoints': { url: 'https://hooks.example.test/remit' },
+  'POST /api/approval-policies': { name: 'Matrix', approver_roles: ['admin'] },
+  'PATCH /api/approval-policies/{uid}': { name: 'Matrix' },
   'PATCH /api/organization/{organization_uid}/webhook-endpoints/{uid}': { description: 'ERP' },
   'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/rotate-secret': {},
   'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/test': {},

@@ -504,6 +504,11 @@ describe('GET /api/work-tasks/{uid}', () => {
       resolved_at: null,
       resolved_by: null,
       resolution_note: null,
+      // No approval policy in this organization: today's rules, no deadline.
+      approval_policy: null,
+      approvals: [],
+      expires_at: null,
+      escalated_at: null,
     });
     expect(res.body.data).toEqual(task);
   });

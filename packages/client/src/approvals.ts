@@ -27,7 +27,10 @@ export interface RequireApprovalOptions extends RaiseBody {
 }
 
 export interface ApprovalDecision {
-  /** True only for an approval: any other resolution (rejected, or one this version does not know) is false. */
+  /**
+   * True only for an approval: any other resolution (rejected, expired under its policy's deadline, or
+   * one this version does not know) is false.
+   */
   approved: boolean;
   /** The task's `resolution` as the server answered it. */
   resolution: string;

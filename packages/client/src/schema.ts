@@ -819,9 +819,46 @@ export interface paths {
         head?: never;
         /**
          * Update a task, or resolve a hil_approval (action approve|reject)
-         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. Fields of the other kind are a 422.
+         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
          */
         patch: operations["updateWorkTask"];
+        trace?: never;
+    };
+    "/api/approval-policies": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** List the organization's approval policies, newest first */
+        get: operations["listApprovalPolicies"];
+        put?: never;
+        /** Create an approval policy (admins): approvers, required approvals, expiry, escalation */
+        post: operations["createApprovalPolicy"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/approval-policies/{uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An approval policy */
+        get: operations["getApprovalPolicy"];
+        put?: never;
+        post?: never;
+        /** Remove an approval policy (admins); approvals already raised keep the rules they had */
+        delete: operations["deleteApprovalPolicy"];
+        options?: never;
+        head?: never;
+        /** Change an approval policy (admins); approvals already raised keep the rules they had */
+        patch: operations["updateApprovalPolicy"];
         trace?: never;
     };
     "/api/approval-links/lookup": {
@@ -1601,7 +1638,7 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "invalid_state" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
@@ -1987,7 +2024,7 @@ export interface components {
                 [key: string]: unknown;
             } | null;
             run_uid?: string | null;
-            resolution?: string | null;
+            resolution?: ("approved" | "rejected" | "expired") | null;
             resolved_at?: string | null;
             resolved_by?: {
                 type: string;
@@ -1997,7 +2034,60 @@ export interface components {
                 avatar_url?: string | null;
             } | null;
             resolution_note?: string | null;
+            approval_policy?: {
+                /** Format: uuid */
+                uid: string;
+                name: string;
+                /** @description distinct people who must approve */
+                required_approvals: number;
+                approver_roles: ("admin" | "member")[];
+                /** @description named approvers, with those an escalation added */
+                approver_user_uids: string[];
+                /** @description the named approvers with their names, in the same order */
+                approver_users: {
+                    /** Format: uuid */
+                    user_uid: string;
+                    user_name: string;
+                }[];
+                /** @description the person who started it may not approve it */
+                forbid_initiator: boolean;
+                initiator_user_uid: string | null;
+            } | null;
+            /** @description under an approval policy, who approved so far (an edit starts the count again); empty without one */
+            approvals?: {
+                /** Format: uuid */
+                user_uid: string;
+                user_name: string;
+                /** Format: date-time */
+                at: string;
+            }[];
+            expires_at?: string | null;
+            escalated_at?: string | null;
             _warning?: string;
+        };
+        /** ApprovalPolicy */
+        ApprovalPolicy: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            organization_uid: string;
+            name: string;
+            agent_uid: string | null;
+            tool_type: string | null;
+            min_amount_cents: number | null;
+            approver_roles: ("admin" | "member")[];
+            approver_user_uids: string[];
+            required_approvals: number;
+            forbid_initiator: boolean;
+            expires_after_minutes: number | null;
+            escalate_after_minutes: number | null;
+            escalate_to_user_uids: string[];
+            escalate_to_chat_channel_id: string | null;
+            created_by_uid: string | null;
+            /** Format: date-time */
+            created_at: string;
+            /** Format: date-time */
+            updated_at: string;
         };
         /** ApprovalLink */
         ApprovalLink: {
@@ -2445,6 +2535,22 @@ export interface components {
              */
             user_uid?: string;
         };
+        CreateApprovalPolicyBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            name: string;
+            agent_uid?: string | null;
+            tool_type?: string | null;
+            min_amount_cents?: number | null;
+            approver_roles?: ("admin" | "member")[];
+            approver_user_uids?: string[];
+            required_approvals?: number;
+            forbid_initiator?: boolean;
+            expires_after_minutes?: number | null;
+            escalate_after_minutes?: number | null;
+            escalate_to_user_uids?: string[];
+            escalate_to_chat_channel_id?: string | null;
+        };
         CreateConversationBody: {
             /** Format: uuid */
             organization_uid?: string;
@@ -2786,6 +2892,20 @@ export interface components {
                 description?: string;
             }[];
         };
+        UpdateApprovalPolicyBody: {
+            name?: string;
+            agent_uid?: string | null;
+            tool_type?: string | null;
+            min_amount_cents?: number | null;
+            approver_roles?: ("admin" | "member")[];
+            approver_user_uids?: string[];
+            required_approvals?: number;
+            forbid_initiator?: boolean;
+            expires_after_minutes?: number | null;
+            escalate_after_minutes?: number | null;
+            escalate_to_user_uids?: string[];
+            escalate_to_chat_channel_id?: string | null;
+        };
         UpdateBillingIntegrationBody: {
             /** @enum {string} */
             type: "http";
@@ -3018,8 +3138,10 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `already_resolved`: the approval was already decided
+         *     - `already_approved`: the caller already approved this; the policy needs approvals from other people
+         *     - `approval_expired`: the approval passed its policy’s deadline: nobody decides it any more
          */
-        AlreadyResolvedOnAuthenticatedRoute: {
+        AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3030,7 +3152,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "already_resolved";
+                    code: "already_resolved" | "already_approved" | "approval_expired";
                 };
             };
         };
@@ -3775,6 +3897,31 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `not_an_approver`: the approval’s policy names other approvers (roles or people) than the caller
+         *     - `initiator_cannot_approve`: the approval’s policy bars the person who started it from approving it
+         */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrNotAnApproverOrInitiatorCannotApproveOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve";
                 };
             };
         };
@@ -8020,9 +8167,259 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrNotAnApproverOrInitiatorCannotApproveOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["AlreadyResolvedOnAuthenticatedRoute"];
+            409: components["responses"]["AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    listApprovalPolicies: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["ApprovalPolicy"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    createApprovalPolicy: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateApprovalPolicyBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalPolicy"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    getApprovalPolicy: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalPolicy"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    deleteApprovalPolicy: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalPolicy"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    updateApprovalPolicy: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateApprovalPolicyBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["ApprovalPolicy"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -9805,10 +10202,10 @@ export interface operations {
                 actor_type?: "user" | "api_key" | "agent_run" | "system";
                 actor_uid?: string;
                 actor_user_uid?: string;
-                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
+                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "agent.created" | "agent.updated" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */

@@ -11,9 +11,12 @@ export type RecipientRow = typeof approvalEmailRecipients.$inferSelect;
 export type LinkUseRow = typeof approvalLinkUses.$inferSelect;
 
 /** The organization's members who turned approval emails on, by user uid. */
-export async function optedInMembers(db: DbOrTx, organizationUid: string): Promise<{ userUid: string }[]> {
+export async function optedInMembers(
+  db: DbOrTx,
+  organizationUid: string,
+): Promise<{ userUid: string; role: string }[]> {
   return db
-    .select({ userUid: memberships.userUid })
+    .select({ userUid: memberships.userUid, role: memberships.role })
     .from(memberships)
     .where(and(eq(memberships.organizationUid, organizationUid), eq(memberships.approvalEmails, true)))
     .orderBy(asc(memberships.userUid));

@@ -107,7 +107,9 @@ export async function sendApprovalEmails(
       skipped += 1;
       continue;
     }
-    const expiresAt = new Date(now().getTime() + deps.config.approvalLinkTtlH * 3_600_000);
+    // A link never outlives the approval's own deadline (its policy's expiry, docs/approvals.md).
+    const ttlEnd = now().getTime() + deps.config.approvalLinkTtlH * 3_600_000;
+    const expiresAt = new Date(task.expiresAt ? Math.min(ttlEnd, task.expiresAt.getTime()) : ttlEnd);
     const token = signApprovalLink(
       {
         v: 1,

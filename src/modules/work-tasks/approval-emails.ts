@@ -1,3 +1,4 @@
+import { refusalOf, type ApproverRole, type PolicySnapshot } from './approval-rules.ts';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import {
@@ -30,11 +31,33 @@ export interface ApprovalEmailJobData {
  */
 export async function approvalEmailRecipients(
   db: DbOrTx,
-  task: { organizationUid: string; uid: string },
+  task: ApprovalEmailTask,
   raisedByUserUid: string | null,
 ): Promise<string[]> {
   const members = await repo.optedInMembers(db, task.organizationUid);
-  return members.map((m) => m.userUid).filter((uid) => uid !== raisedByUserUid);
+  return (
+    members
+      .filter((m) => m.userUid !== raisedByUserUid)
+      // Under an approval policy only those it lets approve are asked (docs/approvals.md).
+      .filter(
+        (m) =>
+          refusalOf(
+            task.policy,
+            { userUid: m.userUid, role: m.role as ApproverRole },
+            'approve',
+            task.initiatorUserUid,
+          ) === null,
+      )
+      .map((m) => m.userUid)
+  );
+}
+
+/** What choosing the recipients reads of the task. */
+interface ApprovalEmailTask {
+  organizationUid: string;
+  uid: string;
+  policy: PolicySnapshot | null;
+  initiatorUserUid: string | null;
 }
 
 /**
@@ -44,7 +67,7 @@ export async function approvalEmailRecipients(
 export async function queueApprovalEmails(
   tx: DbOrTx,
   jobs: Jobs,
-  task: { organizationUid: string; uid: string },
+  task: ApprovalEmailTask,
   origin: AuditOrigin,
 ): Promise<void> {
   const recipients = await approvalEmailRecipients(tx, task, origin.actor.userUid);

@@ -1,4 +1,18 @@
-import { and, asc, count, desc, eq, ilike, inArray, isNull, or, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  ilike,
+  inArray,
+  isNotNull,
+  isNull,
+  lte,
+  or,
+  sql,
+  type SQL,
+} from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { containsPattern } from '../../platform/db/text-search.ts';
 import { agents } from '../agents/agents.tables.ts';
@@ -6,6 +20,7 @@ import { invoices } from '../invoices/invoices.tables.ts';
 import { parties } from '../parties/parties.tables.ts';
 import { memberships, users } from '../tenancy/tenancy.tables.ts';
 import {
+  workTaskApprovals,
   workTaskChanges,
   workTaskContextEntities,
   workTasks,
@@ -28,7 +43,7 @@ export interface HydratedEntity extends EntityRef {
   name?: string;
 }
 export interface NewChange {
-  byType: 'user' | 'agent';
+  byType: 'user' | 'agent' | 'system';
   byUserUid?: string | null;
   byAgentUid?: string | null;
   byName: string;
@@ -36,8 +51,24 @@ export interface NewChange {
   details: Record<string, unknown> | null;
 }
 
-export async function insertTask(db: DbOrTx, values: typeof workTasks.$inferInsert): Promise<TaskRow> {
-  const [row] = await db.insert(workTasks).values(values).returning();
+/** An instant `minutes` after the transaction's `now()` (the database's clock); null for none. */
+const minutesFromNow = (minutes: number | null | undefined) =>
+  minutes ? sql`now() + make_interval(mins => ${minutes}::int)` : null;
+
+export async function insertTask(
+  db: DbOrTx,
+  values: typeof workTasks.$inferInsert,
+  /** An approval policy's deadlines, counted from now by the database's clock. */
+  deadlines: { expiresAfterMinutes?: number | null; escalateAfterMinutes?: number | null } = {},
+): Promise<TaskRow> {
+  const [row] = await db
+    .insert(workTasks)
+    .values({
+      ...values,
+      expiresAt: minutesFromNow(deadlines.expiresAfterMinutes),
+      escalateAt: minutesFromNow(deadlines.escalateAfterMinutes),
+    })
+    .returning();
   return row!;
 }
 
@@ -420,4 +451,139 @@ export async function findOpenTasksAbout(
       ),
     )
     .then((rows) => rows.map((r) => r.task));
+}
+
+// ---- approval policies: votes and deadlines (migration 0022, docs/approvals.md) ----
+
+export interface ApprovalVote {
+  taskUid: string;
+  userUid: string;
+  at: Date;
+}
+
+/** Who approved each of these tasks so far, oldest first. */
+export async function loadApprovals(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUids: string[],
+): Promise<ApprovalVote[]> {
+  if (taskUids.length === 0) return [];
+  return db
+    .select({
+      taskUid: workTaskApprovals.taskUid,
+      userUid: workTaskApprovals.userUid,
+      at: workTaskApprovals.at,
+    })
+    .from(workTaskApprovals)
+    .where(
+      and(
+        eq(workTaskApprovals.organizationUid, organizationUid),
+        inArray(workTaskApprovals.taskUid, taskUids),
+      ),
+    )
+    .orderBy(workTaskApprovals.at, workTaskApprovals.userUid);
+}
+
+/** Records a person's approval; false when they had already approved this task. */
+export async function insertApproval(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUid: string,
+  userUid: string,
+): Promise<boolean> {
+  const rows = await db
+    .insert(workTaskApprovals)
+    .values({ organizationUid, taskUid, userUid })
+    .onConflictDoNothing()
+    .returning({ userUid: workTaskApprovals.userUid });
+  return rows.length === 1;
+}
+
+/** Forgets the approvals given so far (they approved arguments that were then edited); how many. */
+export async function deleteApprovals(db: DbOrTx, organizationUid: string, taskUid: string): Promise<number> {
+  const rows = await db
+    .delete(workTaskApprovals)
+    .where(
+      and(eq(workTaskApprovals.organizationUid, organizationUid), eq(workTaskApprovals.taskUid, taskUid)),
+    )
+    .returning({ userUid: workTaskApprovals.userUid });
+  return rows.length;
+}
+
+export async function countApprovals(db: DbOrTx, organizationUid: string, taskUid: string): Promise<number> {
+  const [row] = await db
+    .select({ n: sql<number>`count(*)::int` })
+    .from(workTaskApprovals)
+    .where(
+      and(eq(workTaskApprovals.organizationUid, organizationUid), eq(workTaskApprovals.taskUid, taskUid)),
+    );
+  return Number(row?.n ?? 0);
+}
+
+/** Whether the task's deadline has passed by the database's clock (the transaction's `now()`). */
+export async function isPastExpiry(db: DbOrTx, organizationUid: string, uid: string): Promise<boolean> {
+  const [row] = await db
+    .select({ past: sql<boolean>`${workTasks.expiresAt} <= now()` })
+    .from(workTasks)
+    .where(and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid)));
+  return row?.past === true;
+}
+
+/** Escalated now (by the database's clock), with the policy snapshot that names its added approvers. */
+export async function markEscalated(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  policy: NonNullable<TaskRow['policy']>,
+): Promise<TaskRow | undefined> {
+  const [row] = await db
+    .update(workTasks)
+    .set({
+      policy,
+      escalatedAt: sql`now()`,
+      revision: sql`${workTasks.revision} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(workTasks.organizationUid, organizationUid),
+        eq(workTasks.uid, uid),
+        isNull(workTasks.resolution),
+        isNull(workTasks.escalatedAt),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+export interface DueTask {
+  organizationUid: string;
+  uid: string;
+}
+
+/** Undecided approvals whose deadline is at or before `now`, of every organization, soonest first. */
+export async function dueExpiries(db: DbOrTx, now: Date, limit: number): Promise<DueTask[]> {
+  return db
+    .select({ organizationUid: workTasks.organizationUid, uid: workTasks.uid })
+    .from(workTasks)
+    .where(and(isNull(workTasks.resolution), isNotNull(workTasks.expiresAt), lte(workTasks.expiresAt, now)))
+    .orderBy(workTasks.expiresAt)
+    .limit(limit);
+}
+
+/** Undecided approvals not escalated yet whose escalation time is at or before `now`, soonest first. */
+export async function dueEscalations(db: DbOrTx, now: Date, limit: number): Promise<DueTask[]> {
+  return db
+    .select({ organizationUid: workTasks.organizationUid, uid: workTasks.uid })
+    .from(workTasks)
+    .where(
+      and(
+        isNull(workTasks.resolution),
+        isNull(workTasks.escalatedAt),
+        isNotNull(workTasks.escalateAt),
+        lte(workTasks.escalateAt, now),
+      ),
+    )
+    .orderBy(workTasks.escalateAt)
+    .limit(limit);
 }

@@ -115,13 +115,27 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         description:
           'A `task` takes title, description, assign_to, priority, due_date, status and context_entities. ' +
           'A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. ' +
-          'Fields of the other kind are a 422.',
+          'Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its ' +
+          'approvers decide (403 not_an_approver), the initiator may be barred from approving (403 ' +
+          'initiator_cannot_approve), an approval may need several people (each approve is counted until ' +
+          'the count is reached; the same person twice is 409 already_approved), and past its deadline ' +
+          'nobody decides it (409 approval_expired).',
         params: TaskUidParams,
         body: PatchTaskBody,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'work_tasks:write', errors: ['not_found', 'already_resolved'] },
+      config: {
+        scope: 'work_tasks:write',
+        errors: [
+          'not_found',
+          'already_resolved',
+          'already_approved',
+          'approval_expired',
+          'not_an_approver',
+          'initiator_cannot_approve',
+        ],
+      },
     },
     async (request) => {
       const task = await service.patchTask(

@@ -9,7 +9,8 @@ import {
   pageQuery,
   stringEnum,
 } from '../../platform/http/schemas.ts';
-import { TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
+import { RESOLUTIONS, TASK_PRIORITIES, TASK_STATUSES, TASK_TYPES } from './work-tasks.tables.ts';
+import { APPROVER_ROLES } from './approval-policies.tables.ts';
 
 export const TaskStatus = literals(TASK_STATUSES);
 export const TaskPriority = literals(TASK_PRIORITIES);
@@ -61,6 +62,27 @@ const ResolvedBy = Type.Object({
   avatar_url: Type.Optional(Nullable(Type.String())),
 });
 
+/** The rules an approval was raised under (docs/approvals.md): who decides and how many must agree. */
+const TaskApprovalPolicy = Type.Object({
+  uid: Uuid,
+  name: Type.String(),
+  required_approvals: Type.Integer({ description: 'distinct people who must approve' }),
+  approver_roles: Type.Array(stringEnum(APPROVER_ROLES)),
+  approver_user_uids: Type.Array(Uuid, { description: 'named approvers, with those an escalation added' }),
+  approver_users: Type.Array(Type.Object({ user_uid: Uuid, user_name: Type.String() }), {
+    description: 'the named approvers with their names, in the same order',
+  }),
+  forbid_initiator: Type.Boolean({ description: 'the person who started it may not approve it' }),
+  initiator_user_uid: Nullable(
+    Type.String({
+      format: 'uuid',
+      description: 'who started it: the person who asked for the run, or the user of the key that raised it',
+    }),
+  ),
+});
+
+const TaskApproval = Type.Object({ user_uid: Uuid, user_name: Type.String(), at: DateTime });
+
 export const WorkTask = Type.Object(
   {
     uid: Uuid,
@@ -82,10 +104,21 @@ export const WorkTask = Type.Object(
     tool_args: Type.Optional(JsonObject),
     trigger: Type.Optional(Nullable(JsonObject)),
     run_uid: Type.Optional(Nullable(Uuid)),
-    resolution: Type.Optional(Nullable(Type.String())),
+    resolution: Type.Optional(
+      Nullable(stringEnum(RESOLUTIONS, { description: 'null until decided; expired: its deadline passed' })),
+    ),
     resolved_at: Type.Optional(Nullable(DateTime)),
     resolved_by: Type.Optional(Nullable(ResolvedBy)),
     resolution_note: Type.Optional(Nullable(Type.String())),
+    approval_policy: Type.Optional(Nullable(TaskApprovalPolicy)),
+    approvals: Type.Optional(
+      Type.Array(TaskApproval, {
+        description:
+          'under an approval policy, who approved so far (an edit starts the count again); empty without one',
+      }),
+    ),
+    expires_at: Type.Optional(Nullable(DateTime)),
+    escalated_at: Type.Optional(Nullable(DateTime)),
     /** PATCH answers only: why an approval started no follow-up run (interface 3.1). */
     _warning: Type.Optional(Type.String()),
   },

@@ -25,12 +25,15 @@ import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 import { queueApprovalEmails } from './approval-emails.ts';
+import { isDeepStrictEqual } from 'node:util';
+import { policyFor, snapshotOf } from './approval-policies.service.ts';
+import { amountOf, refusalOf, toolTypeOf, type ApproverRole, type PolicySnapshot } from './approval-rules.ts';
 
 type TaskRow = repo.TaskRow;
 
 /** Who changed a task: a user (through the API) or an agent (raising an approval). */
 export interface Actor {
-  type: 'user' | 'agent';
+  type: 'user' | 'agent' | 'system';
   userUid?: string;
   agentUid?: string;
   name: string;
@@ -45,7 +48,15 @@ export function agentActor(agent: Pick<AgentRow, 'uid' | 'name'>): Actor {
   return { type: 'agent', agentUid: agent.uid, name: agent.name };
 }
 
-function change(actor: Actor, action: string, details: Record<string, unknown> | null): repo.NewChange {
+/** Remit itself, acting on a policy's deadline (an approval expired or escalated). */
+export const REMIT_ACTOR: Actor = Object.freeze({ type: 'system', name: 'Remit' });
+
+/** One change-log entry by `actor`. */
+export function change(
+  actor: Actor,
+  action: string,
+  details: Record<string, unknown> | null,
+): repo.NewChange {
   return {
     byType: actor.type,
     byUserUid: actor.userUid ?? null,
@@ -65,12 +76,16 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
   const agentUids = new Set<string>();
   for (const r of rows) {
     for (const u of [r.assigneeUserUid, r.originUserUid, r.resolvedByUserUid]) if (u) userUids.add(u);
+    for (const u of r.policy?.approver_user_uids ?? []) userUids.add(u);
     for (const a of [r.assigneeAgentUid, r.originAgentUid]) if (a) agentUids.add(a);
   }
+  const approvalUids = rows.filter((r) => r.type === 'hil_approval').map((r) => r.uid);
   // One after another: `db` may be a transaction, whose single connection must not be given
   // concurrent queries (node-postgres deprecates it).
   const entities = await repo.loadContextEntities(db, organizationUid, taskUids);
   const changes = await repo.loadChanges(db, organizationUid, taskUids);
+  const votes = await repo.loadApprovals(db, organizationUid, approvalUids);
+  for (const v of votes) userUids.add(v.userUid);
   const people = await repo.loadUsers(db, [...userUids]);
   const agentNames = await repo.loadAgentNames(db, organizationUid, [...agentUids]);
   const userBy = new Map(people.map((u) => [u.uid, u]));
@@ -154,6 +169,14 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
             }
           : null,
         resolution_note: r.resolutionNote,
+        // Approval policies (docs/approvals.md): the rules it was raised under, who approved so far,
+        // its deadline and escalation.
+        approval_policy: r.policy ? policyView(r.policy, r.initiatorUserUid, userName) : null,
+        approvals: votes
+          .filter((v) => v.taskUid === r.uid)
+          .map((v) => ({ user_uid: v.userUid, user_name: userName(v.userUid), at: v.at })),
+        expires_at: r.expiresAt,
+        escalated_at: r.escalatedAt,
       });
     }
     return view;
@@ -161,6 +184,24 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
 }
 
 export type TaskView = Awaited<ReturnType<typeof toTaskViews>>[number];
+
+/** What a reader needs of a task's policy: who decides and how many must agree. */
+function policyView(
+  policy: PolicySnapshot,
+  initiatorUserUid: string | null,
+  userName: (uid: string) => string,
+) {
+  return {
+    uid: policy.uid,
+    name: policy.name,
+    required_approvals: policy.required_approvals,
+    approver_roles: policy.approver_roles,
+    approver_user_uids: policy.approver_user_uids,
+    approver_users: policy.approver_user_uids.map((uid) => ({ user_uid: uid, user_name: userName(uid) })),
+    forbid_initiator: policy.forbid_initiator,
+    initiator_user_uid: initiatorUserUid,
+  };
+}
 
 async function viewOf(db: DbOrTx, row: TaskRow): Promise<TaskView> {
   return (await toTaskViews(db, row.organizationUid, [row]))[0]!;
@@ -264,7 +305,7 @@ async function recordTaskCreated(
 
 // ---- webhook events (docs/webhooks.md#event-types): in the transaction of the change they report ----
 
-const taskEntity = (task: TaskRow) => ({
+export const taskEntity = (task: TaskRow) => ({
   type: 'work_task',
   uid: task.uid,
   organizationUid: task.organizationUid,
@@ -372,29 +413,69 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   const assignee = await resolveAssignee(tx, org, input.assignTo);
   const entities = await resolveContextEntities(tx, org, input.contextEntities ?? []);
   const triggerType = typeof input.trigger.type === 'string' ? input.trigger.type : null;
-  const task = await repo.insertTask(tx, {
-    organizationUid: org,
-    type: 'hil_approval',
-    title,
-    description: input.description ?? '',
-    status: 'todo',
-    priority: input.priority ?? 'medium',
-    dueDate: input.dueDate ?? null,
-    ...assignee,
-    originType: 'agent',
-    originAgentUid: input.agent.uid,
-    originTriggerType: triggerType,
-    reasoning: input.reasoning,
-    toolArgs: input.toolArgs,
-    trigger: input.trigger,
-    runUid: input.runUid ?? null,
-  });
+  // The policy in force now is copied onto the task: later edits of the policy do not reach it.
+  const policyRow = await policyFor(tx, org, { agentUid: input.agent.uid, toolArgs: input.toolArgs });
+  const policy = policyRow ? snapshotOf(policyRow) : null;
+  const task = await repo.insertTask(
+    tx,
+    {
+      organizationUid: org,
+      type: 'hil_approval',
+      title,
+      description: input.description ?? '',
+      status: 'todo',
+      priority: input.priority ?? 'medium',
+      dueDate: input.dueDate ?? null,
+      ...assignee,
+      originType: 'agent',
+      originAgentUid: input.agent.uid,
+      originTriggerType: triggerType,
+      reasoning: input.reasoning,
+      toolArgs: input.toolArgs,
+      trigger: input.trigger,
+      runUid: input.runUid ?? null,
+      policy,
+      // The person behind the request: who asked for the run (the agent run's actor), or the user of
+      // the key that raised it over HTTP. The policy may bar them from approving.
+      initiatorUserUid: input.origin.actor.userUid,
+    },
+    // Deadlines by the database's clock, as every later comparison with them is.
+    {
+      expiresAfterMinutes: policy?.expires_after_minutes,
+      escalateAfterMinutes: policy?.escalate_after_minutes,
+    },
+  );
   await repo.replaceContextEntities(tx, org, task.uid, entities);
-  await repo.insertChanges(tx, org, task.uid, [change(agentActor(input.agent), 'created', null)]);
+  const changes = [change(agentActor(input.agent), 'created', null)];
+  if (policy) changes.push(change(REMIT_ACTOR, 'policy_applied', policyApplied(policy, task)));
+  await repo.insertChanges(tx, org, task.uid, changes);
   await recordTaskCreated(tx, input.origin, task, entities);
+  if (policy) {
+    await recordAuditEvent(tx, input.origin, {
+      organizationUid: org,
+      action: 'task.policy_applied',
+      entityUid: task.uid,
+      changes: changesBetween(null, policyApplied(policy, task)),
+    });
+  }
   await emitTaskCreated(tx, input.jobs, task);
   await queueApprovalEmails(tx, input.jobs, task, input.origin);
   return task;
+}
+
+/** What the change log and the audit log say of the policy an approval was raised under. */
+function policyApplied(policy: PolicySnapshot, task: TaskRow) {
+  return {
+    approval_policy_uid: policy.uid,
+    approval_policy_name: policy.name,
+    required_approvals: policy.required_approvals,
+    approver_roles: policy.approver_roles,
+    approver_user_uids: policy.approver_user_uids,
+    forbid_initiator: policy.forbid_initiator,
+    initiator_user_uid: task.initiatorUserUid,
+    expires_at: task.expiresAt,
+    escalate_at: task.escalateAt,
+  };
 }
 
 export async function viewTask(db: DbOrTx, task: TaskRow): Promise<TaskView> {
@@ -530,11 +611,55 @@ async function resolveApproval(
   if (!approve && body.tool_args !== undefined)
     throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
   const org = task.organizationUid;
+  // Fail closed: past its deadline (by the database's clock) nobody decides it any more, even before
+  // the expiry job has ended it. Nothing is written: the job ends it.
+  if (task.expiresAt && (await repo.isPastExpiry(tx, org, task.uid)))
+    throw new AppError(
+      'approval_expired',
+      `This approval expired at ${task.expiresAt.toISOString()} (its policy's deadline); nothing was done`,
+    );
   const actor = userActor(ctx);
+  const policy = task.policy;
+  const refusal = refusalOf(
+    policy,
+    { userUid: actor.userUid!, role: roleIn(ctx, org) },
+    body.action,
+    task.initiatorUserUid,
+  );
+  if (refusal === 'not_an_approver')
+    throw new AppError(
+      'not_an_approver',
+      `Under the policy "${policy!.name}" ${approversText(policy!)} decide this`,
+    );
+  if (refusal === 'initiator_cannot_approve')
+    throw new AppError(
+      'initiator_cannot_approve',
+      `Under the policy "${policy!.name}" the person who started this cannot approve it; someone else must`,
+    );
   // Edits are merged over what the agent asked for, so a reviewer can change one member (the body) and
   // keep the rest (recipients, invoice).
   const toolArgs =
     approve && body.tool_args ? { ...(task.toolArgs ?? {}), ...body.tool_args } : task.toolArgs;
+  const edited = approve && body.tool_args !== undefined && !isDeepStrictEqual(toolArgs, task.toolArgs);
+  if (edited) await refuseEditThatChangesPolicy(tx, task, toolArgs);
+
+  const required = policy?.required_approvals ?? 1;
+  let approvals = 0;
+  let discarded = 0;
+  // Approvals are counted only under a policy; without one the first decision is the decision, as ever.
+  if (approve && policy) {
+    // An approval of other arguments is not an approval of these: the earlier ones no longer count.
+    if (edited && required > 1) discarded = await repo.deleteApprovals(tx, org, task.uid);
+    if (!(await repo.insertApproval(tx, org, task.uid, actor.userUid!)))
+      throw new AppError(
+        'already_approved',
+        `You already approved this; it needs ${required} approvals from different people`,
+      );
+    approvals = await repo.countApprovals(tx, org, task.uid);
+    if (approvals < required)
+      return recordPartialApproval(tx, ctx, task, body, { toolArgs, edited, approvals, required, discarded });
+  }
+
   const resolved = await repo.resolveTask(tx, org, task.uid, {
     status: approve ? 'done' : 'canceled',
     resolution: approve ? 'approved' : 'rejected',
@@ -558,6 +683,9 @@ async function resolveApproval(
       resolution: resolved.resolution,
       resolution_note: body.resolution_note ?? null,
       ...(approve && body.tool_args ? { edited_tool_args: Object.keys(body.tool_args) } : {}),
+      ...(policy && approve ? { approvals } : {}),
+      ...(policy ? { required_approvals: required } : {}),
+      ...(discarded > 0 ? { discarded_approvals: discarded } : {}),
     }),
   ]);
 
@@ -584,6 +712,86 @@ async function resolveApproval(
     decision: body.action,
   });
   return warning ? { ...view, _warning: warning } : view;
+}
+
+/** The caller's role in the task's organization (which need not be the call's default one). */
+function roleIn(ctx: RequestContext, organizationUid: string): ApproverRole | undefined {
+  return ctx.principal.memberships.find((m) => m.organizationUid === organizationUid)?.role;
+}
+
+/** `only admins`, `only Grace Hopper or admins`: who may decide under the policy, for an error message. */
+function approversText(policy: PolicySnapshot): string {
+  const roles = policy.approver_roles.map((r) => `${r}s`);
+  const people = policy.approver_user_uids.length;
+  const parts = [...roles, ...(people > 0 ? [`the ${people} person(s) it names`] : [])];
+  return `only ${parts.join(' or ')} may`;
+}
+
+/**
+ * An edit may not move the approval under another policy: raising a payment's amount past a
+ * two-person threshold and approving it alone would be the very thing the policy prevents. Only edits
+ * of what policies match on (`type`, `amount_cents`) are checked; such an edit is refused when the
+ * policy it would now fall under (today's policies) is not the one it was raised under.
+ */
+async function refuseEditThatChangesPolicy(
+  tx: DbOrTx,
+  task: TaskRow,
+  toolArgs: Record<string, unknown> | null,
+): Promise<void> {
+  if (toolTypeOf(toolArgs) === toolTypeOf(task.toolArgs) && amountOf(toolArgs) === amountOf(task.toolArgs))
+    return;
+  if (!task.originAgentUid) return;
+  const now = await policyFor(tx, task.organizationUid, { agentUid: task.originAgentUid, toolArgs });
+  if ((now?.uid ?? null) === (task.policy?.uid ?? null)) return;
+  const name = (p: { name: string } | null) => (p ? `"${p.name}"` : 'no policy');
+  throw validationFailed(
+    'tool_args',
+    `This edit moves the approval from ${name(task.policy)} to ${name(now)}; ` +
+      'reject it and let the agent ask again with these arguments',
+  );
+}
+
+/**
+ * An approval short of the policy's count: the person's approval is recorded, the task stays
+ * undecided (`in_review`) and says how many of how many. No follow-up run, no decision event.
+ */
+async function recordPartialApproval(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  task: TaskRow,
+  body: PatchTaskBodyT,
+  state: {
+    toolArgs: Record<string, unknown> | null;
+    edited: boolean;
+    approvals: number;
+    required: number;
+    discarded: number;
+  },
+): Promise<TaskView> {
+  const org = task.organizationUid;
+  const updated = await repo.updateTask(tx, org, task.uid, {
+    status: 'in_review',
+    ...(state.edited ? { toolArgs: state.toolArgs } : {}),
+  });
+  await repo.insertChanges(tx, org, task.uid, [
+    change(userActor(ctx), 'approval_recorded', {
+      summary: `approved (${state.approvals} of ${state.required})`,
+      approvals: state.approvals,
+      required_approvals: state.required,
+      resolution_note: body.resolution_note ?? null,
+      ...(state.edited ? { edited_tool_args: Object.keys(body.tool_args ?? {}) } : {}),
+      ...(state.discarded > 0 ? { discarded_approvals: state.discarded } : {}),
+    }),
+  ]);
+  await recordUpdate(tx, ctx, {
+    organizationUid: org,
+    action: 'task.approval_recorded',
+    entityUid: task.uid,
+    before: { ...task, approvals: state.approvals - 1 + state.discarded },
+    after: { ...updated, approvals: state.approvals },
+    options: { omit: TASK_NOISE },
+  });
+  return viewOf(tx, updated);
 }
 
 /** Extra reasons an agent type cannot act on an approval; agents register theirs (collections: an email account). */

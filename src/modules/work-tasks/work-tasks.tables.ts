@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { date, index, integer, jsonb, pgTable, primaryKey, text, timestamp, uuid } from 'drizzle-orm/pg-core';
 import { organizations, timestamps } from '../tenancy/tenancy.tables.ts';
+import type { PolicySnapshot } from './approval-rules.ts';
 
 export const TASK_TYPES = ['task', 'hil_approval'] as const;
 export type TaskType = (typeof TASK_TYPES)[number];
@@ -8,6 +9,9 @@ export const TASK_STATUSES = ['todo', 'in_progress', 'in_review', 'done', 'cance
 export type TaskStatus = (typeof TASK_STATUSES)[number];
 export const TASK_PRIORITIES = ['urgent', 'high', 'medium', 'low'] as const;
 export type TaskPriority = (typeof TASK_PRIORITIES)[number];
+/** How an approval ended: a person approved or rejected it, or its policy's deadline passed (fail closed). */
+export const RESOLUTIONS = ['approved', 'rejected', 'expired'] as const;
+export type Resolution = (typeof RESOLUTIONS)[number];
 export const CONTEXT_ENTITY_TYPES = ['invoice', 'party'] as const;
 export type ContextEntityType = (typeof CONTEXT_ENTITY_TYPES)[number];
 
@@ -42,10 +46,20 @@ export const workTasks = pgTable(
     trigger: jsonb('trigger').$type<Record<string, unknown>>(),
     /** The run that raised the approval, when one did. */
     runUid: uuid('run_uid'),
-    resolution: text('resolution', { enum: ['approved', 'rejected'] }),
+    resolution: text('resolution', { enum: RESOLUTIONS }),
     resolvedAt: at('resolved_at'),
     resolvedByUserUid: uuid('resolved_by_user_uid'),
     resolutionNote: text('resolution_note'),
+    /**
+     * The approval policy's rules as they were when the approval was raised (migration 0022), with the
+     * approvers escalation added; null: no policy applied (any member decides, once, no deadline).
+     */
+    policy: jsonb('policy').$type<PolicySnapshot>(),
+    /** Who started it: the person who asked for the run, or the user of the key that raised it. */
+    initiatorUserUid: uuid('initiator_user_uid'),
+    expiresAt: at('expires_at'),
+    escalateAt: at('escalate_at'),
+    escalatedAt: at('escalated_at'),
     /** Bumped on every change: the list's `updated_at` sort and optimistic checks read it. */
     revision: integer('revision').notNull().default(1),
     ...timestamps,
@@ -58,6 +72,12 @@ export const workTasks = pgTable(
     index('work_tasks_title_trgm_idx').using('gin', sql`${t.title} gin_trgm_ops`),
     index('work_tasks_description_trgm_idx').using('gin', sql`${t.description} gin_trgm_ops`),
     index('work_tasks_status_trgm_idx').using('gin', sql`${t.status} gin_trgm_ops`),
+    index('work_tasks_expiry_idx')
+      .on(t.expiresAt)
+      .where(sql`${t.resolution} is null and ${t.expiresAt} is not null`),
+    index('work_tasks_escalation_idx')
+      .on(t.escalateAt)
+      .where(sql`${t.resolution} is null and ${t.escalatedAt} is null and ${t.escalateAt} is not null`),
   ],
 );
 
@@ -92,7 +112,8 @@ export const workTaskChanges = pgTable(
       .notNull()
       .references(() => workTasks.uid),
     at: at('at').notNull().defaultNow(),
-    byType: text('by_type', { enum: ['user', 'agent'] }).notNull(),
+    /** `system`: Remit itself (an approval expired or escalated by its policy's deadline). */
+    byType: text('by_type', { enum: ['user', 'agent', 'system'] }).notNull(),
     byUserUid: uuid('by_user_uid'),
     byAgentUid: uuid('by_agent_uid'),
     /** The actor's name when it acted (kept even if they are renamed later). */
@@ -103,4 +124,24 @@ export const workTaskChanges = pgTable(
     seq: integer('seq').notNull().default(0),
   },
   (t) => [index('work_task_changes_task_idx').on(t.organizationUid, t.taskUid, t.at, t.seq)],
+);
+
+/**
+ * Who approved an approval (migration 0022): one row per person, so a policy's `required_approvals`
+ * counts distinct people. An approval with edited `tool_args` deletes the earlier rows (they approved
+ * something else).
+ */
+export const workTaskApprovals = pgTable(
+  'work_task_approvals',
+  {
+    organizationUid: uuid('organization_uid').notNull(),
+    taskUid: uuid('task_uid')
+      .notNull()
+      .references(() => workTasks.uid),
+    userUid: uuid('user_uid').notNull(),
+    at: at('at')
+      .notNull()
+      .default(sql`clock_timestamp()`),
+  },
+  (t) => [primaryKey({ columns: [t.organizationUid, t.taskUid, t.userUid] })],
 );

@@ -405,6 +405,11 @@ export const API_TAGS = [
     description: 'Tasks for people and human-in-the-loop approvals (docs/work-tasks.md).',
   },
   { name: 'Agents', description: 'Agents and their configuration (docs/agents.md).' },
+  {
+    name: 'Approval policies',
+    description:
+      'Who may decide an agent’s approvals, how many must agree, expiry and escalation (docs/approvals.md).',
+  },
   { name: 'Agent runs', description: 'Runs of an agent, their activities and notifications.' },
   { name: 'Conversations', description: 'Conversations with parties, and inbound email.' },
   {
@@ -447,6 +452,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   missing_scope: 'the key lacks this operation’s scope, or the caller’s role does not allow it',
   csrf_failed: 'a session request without the X-CSRF-Token, or from another site',
   second_factor_required: 'the organization requires its admins to sign in with a second factor',
+  not_an_approver: 'the approval’s policy names other approvers (roles or people) than the caller',
+  initiator_cannot_approve: 'the approval’s policy bars the person who started it from approving it',
   session_required: 'only a person signed in (a session) may do this, not an API key',
   not_found: 'no such resource in the caller’s organizations (or one the caller may not see)',
   route_not_found: 'no route has this path',
@@ -455,6 +462,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   conflict: 'the resource changed meanwhile; send the request again',
   already_exists: 'a duplicate of something that must be unique',
   already_resolved: 'the approval was already decided',
+  already_approved: 'the caller already approved this; the policy needs approvals from other people',
+  approval_expired: 'the approval passed its policy’s deadline: nobody decides it any more',
   invalid_state: 'the resource’s current state does not allow this',
   idempotency_key_in_use: 'the first request with this Idempotency-Key is still running',
   sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',

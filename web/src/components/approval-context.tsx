@@ -1,5 +1,6 @@
 import type { Message, RemitClient, WorkTask } from '../api.ts';
-import { formatDate, formatDateTime, formatMoney } from '../format.ts';
+import { approversText, countText, formatDeadline, isPastDeadline } from '../approval-policy.ts';
+import { formatAgo, formatDate, formatDateTime, formatMoney } from '../format.ts';
 import { useSignedIn } from '../session.tsx';
 import { useResource } from '../use-resource.ts';
 
@@ -142,15 +143,17 @@ function LastEmails({ partyUid }: { partyUid: string }) {
 }
 
 /**
- * Who may decide, by the API's rule (docs/authentication.md, the role matrix): any member of the
- * organization, admin or member, may resolve any approval; the first decision stands. Admins, who may
- * list the members, see their names.
+ * Who may decide. Without an approval policy, the API's rule (docs/authentication.md, the role matrix):
+ * any member of the organization, admin or member, and the first decision counts; admins, who may list
+ * the members, see their names. Under a policy (docs/approvals.md), its rule as the approval was raised:
+ * who, how many and who so far, whether the initiator is barred, the deadline and any escalation.
  */
 export function Deciders({ task }: { task: WorkTask }) {
-  const { client, organization } = useSignedIn();
+  const { client, organization, user } = useSignedIn();
   const isAdmin = organization.role === 'admin';
+  const policy = task.approval_policy;
   const members = useResource(
-    isAdmin ? `members:${organization.organization_uid}` : null,
+    isAdmin && !policy ? `members:${organization.organization_uid}` : null,
     async () =>
       (
         await client.GET('/api/organization/{organization_uid}/members', {
@@ -163,6 +166,47 @@ export function Deciders({ task }: { task: WorkTask }) {
       ? task.assign_to.full_name
       : `the agent ${task.assign_to.name ?? ''}`
     : undefined;
+  if (policy) {
+    const count = countText(task);
+    return (
+      <section className="panel" aria-labelledby="deciders-heading">
+        <h3 id="deciders-heading">Who can decide</h3>
+        <p>
+          Policy <strong>{policy.name}</strong>: {approversText(policy)}
+          {policy.required_approvals > 1 ? `, ${policy.required_approvals} different people` : ''}.
+          {assignee ? ` It is assigned to ${assignee}.` : ''}
+        </p>
+        <ul className="policy-rules">
+          {count && <li>{count}</li>}
+          {policy.forbid_initiator && (
+            <li>
+              {policy.initiator_user_uid === user.uid
+                ? 'You started this run: someone else must approve it.'
+                : 'The person who started this run cannot approve it.'}
+            </li>
+          )}
+          {task.expires_at && (
+            <li>
+              {isPastDeadline(task) ? 'Expired' : 'Expires'}{' '}
+              <time dateTime={task.expires_at} title={formatDateTime(task.expires_at)}>
+                {formatDeadline(task.expires_at)}
+              </time>{' '}
+              ({formatDateTime(task.expires_at)}); then the action will not happen.
+            </li>
+          )}
+          {task.escalated_at && (
+            <li>
+              Escalated{' '}
+              <time dateTime={task.escalated_at} title={formatDateTime(task.escalated_at)}>
+                {formatAgo(task.escalated_at)}
+              </time>
+              .
+            </li>
+          )}
+        </ul>
+      </section>
+    );
+  }
   return (
     <section className="panel" aria-labelledby="deciders-heading">
       <h3 id="deciders-heading">Who can decide</h3>

@@ -1,12 +1,14 @@
 import { useId, useImperativeHandle, useRef, useState, type Ref } from 'react';
 import { useApprovals, type Departure } from '../approvals.tsx';
 import { codeOf, problemOf, type WorkTask } from '../api.ts';
+import { decisionRights, stillNeededText } from '../approval-policy.ts';
 import { formatAgo, formatDateTime } from '../format.ts';
 import { Link } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 import { TOOL_MEMBER, type Args } from '../tool-args.ts';
 import { ApprovalContext, Deciders } from './approval-context.tsx';
 import { ArgsDiff, ArgsEditor, ArgsView, useArgsEditor } from './args.tsx';
+import './approval-policy.css';
 
 /** What the inbox's keyboard shortcuts ask of the approval on screen. */
 export interface DetailHandle {
@@ -27,8 +29,10 @@ export function toolOf(task: WorkTask): string {
   return typeof tool === 'string' && tool !== '' ? tool : 'an action';
 }
 
-/** `Approved by Ada Lovelace`, or `approved by Ada Lovelace` inside a sentence. */
+/** `Approved by Ada Lovelace`, or `approved by Ada Lovelace` inside a sentence; `Expired` unanswered. */
 export function decisionText(task: WorkTask, inSentence = false): string {
+  if (task.resolution === 'expired')
+    return `${inSentence ? 'expired' : 'Expired'}: nobody decided in time, so the action will not happen`;
   const who = task.resolved_by?.user_name || 'someone';
   const verb = task.resolution === 'rejected' ? 'rejected' : 'approved';
   return `${inSentence ? verb : verb[0]!.toUpperCase() + verb.slice(1)} by ${who}`;
@@ -40,7 +44,7 @@ export function decisionText(task: WorkTask, inSentence = false): string {
  * decided (here, elsewhere, or first by someone else) says by whom.
  */
 export function ApprovalDetail({
-  task,
+  task: given,
   departure,
   onDecided,
   ref,
@@ -50,8 +54,12 @@ export function ApprovalDetail({
   onDecided(decided: Decided): void;
   ref?: Ref<DetailHandle>;
 }) {
-  const { client } = useSignedIn();
-  const { settle } = useApprovals();
+  const { client, user, memberships } = useSignedIn();
+  const { settle, refresh } = useApprovals();
+  // The answer to an approval that did not complete its policy's count, until the list catches up.
+  const [recorded, setRecorded] = useState<WorkTask>();
+  const task = recorded && Date.parse(recorded.updated_at) >= Date.parse(given.updated_at) ? recorded : given;
+  const [notice, setNotice] = useState<string>();
   const [mode, setMode] = useState<'view' | 'edit'>('view');
   const proposed = task.tool_args ?? EMPTY;
   const editor = useArgsEditor(proposed);
@@ -61,11 +69,15 @@ export function ApprovalDetail({
   const [problem, setProblem] = useState<string>();
   const reasonInput = useRef<HTMLTextAreaElement>(null);
   const firstEditorInput = useRef<HTMLDivElement>(null);
+  const whyNot = useRef<HTMLParagraphElement>(null);
   const titleId = useId();
   const reasonId = `${titleId}-reason`;
 
   const resolved = Boolean(task.resolution);
   const changeCount = Object.keys(editor.changes).length;
+  const role = memberships.find((m) => m.organization_uid === task.organization_uid)?.role;
+  const rights = decisionRights(task, { userUid: user.uid, role });
+  const whyNotId = `${titleId}-why-not`;
 
   const decide = async (action: 'approve' | 'reject', toolArgs?: Args) => {
     if (busy || resolved) return;
@@ -81,11 +93,22 @@ export function ApprovalDetail({
           ...(note ? { resolution_note: note } : {}),
         },
       });
+      if (!data.resolution) {
+        // Counted, not decided: the policy needs more people.
+        setRecorded(data);
+        setNotice(stillNeededText(data));
+        setMode('view');
+        void refresh();
+        return;
+      }
       settle(data, 'mine');
       onDecided({ task: data, how: 'mine' });
     } catch (error) {
       const code = codeOf(error);
-      if (code === 'already_resolved') {
+      if (code === 'approval_expired') {
+        setProblem(problemOf(error));
+        void refresh();
+      } else if (code === 'already_resolved') {
         // Someone (another person, another tab) decided first: say who, never an error page.
         try {
           const { data } = await client.GET('/api/work-tasks/{task_uid}', {
@@ -108,6 +131,11 @@ export function ApprovalDetail({
   };
 
   const approve = () => {
+    if (rights.approve) {
+      // Already said beside the buttons: take the person there (the a shortcut, Approve is disabled).
+      whyNot.current?.focus();
+      return;
+    }
     if (mode === 'edit') {
       if (!editor.edited || changeCount === 0) {
         setProblem(
@@ -123,6 +151,10 @@ export function ApprovalDetail({
     }
   };
   const reject = () => {
+    if (rights.reject) {
+      whyNot.current?.focus();
+      return;
+    }
     if (!reason.trim()) {
       setReasonError('Give a reason: the agent and the people following it will see why.');
       reasonInput.current?.focus();
@@ -144,9 +176,17 @@ export function ApprovalDetail({
 
   useImperativeHandle(ref, () => ({
     approve: () => !resolved && approve(),
-    edit: () => !resolved && startEditing(),
+    edit: () => {
+      if (resolved) return;
+      if (rights.approve) whyNot.current?.focus();
+      else startEditing();
+    },
     focusReason: () => {
       if (resolved) return;
+      if (rights.reject) {
+        whyNot.current?.focus();
+        return;
+      }
       reasonInput.current?.focus();
       reasonInput.current?.scrollIntoView({ block: 'center' });
     },
@@ -233,6 +273,16 @@ export function ApprovalDetail({
               </p>
             )}
           </div>
+          {(rights.approve || rights.reject) && (
+            <p className="decision-note" id={whyNotId} ref={whyNot} tabIndex={-1}>
+              {rights.approve ?? rights.reject}
+            </p>
+          )}
+          {notice && (
+            <p className="decision-status" role="status">
+              {notice}
+            </p>
+          )}
           {problem && (
             <p className="form-problem" role="alert">
               {problem}
@@ -249,7 +299,8 @@ export function ApprovalDetail({
               <button
                 type="button"
                 className="button button-primary"
-                disabled={busy !== null}
+                disabled={busy !== null || rights.approve !== null}
+                aria-describedby={rights.approve ? whyNotId : undefined}
                 onClick={approve}
               >
                 {busy === 'approve'
@@ -273,7 +324,8 @@ export function ApprovalDetail({
               <button
                 type="button"
                 className="button button-primary"
-                disabled={busy !== null}
+                disabled={busy !== null || rights.approve !== null}
+                aria-describedby={rights.approve ? whyNotId : undefined}
                 aria-keyshortcuts="a"
                 onClick={approve}
               >
@@ -282,7 +334,8 @@ export function ApprovalDetail({
               <button
                 type="button"
                 className="button"
-                disabled={busy !== null}
+                disabled={busy !== null || rights.approve !== null}
+                aria-describedby={rights.approve ? whyNotId : undefined}
                 aria-keyshortcuts="e"
                 onClick={startEditing}
               >
@@ -290,7 +343,13 @@ export function ApprovalDetail({
               </button>
             </>
           )}
-          <button type="button" className="button button-danger" disabled={busy !== null} onClick={reject}>
+          <button
+            type="button"
+            className="button button-danger"
+            disabled={busy !== null || rights.reject !== null}
+            aria-describedby={rights.reject ? whyNotId : undefined}
+            onClick={reject}
+          >
             {busy === 'reject' ? 'Rejecting…' : 'Reject'}
           </button>
         </div>
@@ -303,7 +362,7 @@ function Outcome({ task, departure }: { task: WorkTask; departure: Departure | u
   const at = task.resolved_at;
   return (
     <div
-      className={`outcome outcome-${task.resolution === 'rejected' ? 'rejected' : 'approved'}`}
+      className={`outcome outcome-${task.resolution === 'approved' ? 'approved' : 'rejected'}`}
       role="status"
     >
       {departure?.how === 'conflict' && (
