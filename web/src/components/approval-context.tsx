@@ -1,6 +1,7 @@
+import { Ago } from './ago.tsx';
 import type { Message, RemitClient, WorkTask } from '../api.ts';
 import { approversText, countText, formatDeadline, isPastDeadline } from '../approval-policy.ts';
-import { formatAgo, formatDate, formatDateTime, formatMoney } from '../format.ts';
+import { formatDate, formatDateTime, formatMoney } from '../format.ts';
 import { useSignedIn } from '../session.tsx';
 import { useResource } from '../use-resource.ts';
 
@@ -196,11 +197,7 @@ export function Deciders({ task }: { task: WorkTask }) {
           )}
           {task.escalated_at && (
             <li>
-              Escalated{' '}
-              <time dateTime={task.escalated_at} title={formatDateTime(task.escalated_at)}>
-                {formatAgo(task.escalated_at)}
-              </time>
-              .
+              Escalated <Ago at={task.escalated_at} />.
             </li>
           )}
         </ul>

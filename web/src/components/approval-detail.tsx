@@ -1,8 +1,8 @@
+import { Ago } from './ago.tsx';
 import { useId, useImperativeHandle, useRef, useState, type Ref } from 'react';
 import { useApprovals, type Departure } from '../approvals.tsx';
 import { codeOf, problemOf, type WorkTask } from '../api.ts';
 import { decisionRights, stillNeededText } from '../approval-policy.ts';
-import { formatAgo, formatDateTime } from '../format.ts';
 import { Link } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 import { TOOL_MEMBER, type Args } from '../tool-args.ts';
@@ -206,9 +206,7 @@ export function ApprovalDetail({
         <h2 id={titleId}>{task.title}</h2>
         <p className="meta">
           <span className={`priority priority-${task.priority}`}>{task.priority} priority</span> · raised{' '}
-          <time dateTime={task.created_at} title={formatDateTime(task.created_at)}>
-            {formatAgo(task.created_at)}
-          </time>
+          <Ago at={task.created_at} />
           {typeof task.trigger?.type === 'string' && <> · after {task.trigger.type.replace(/_/g, ' ')}</>}
         </p>
       </header>
@@ -375,9 +373,7 @@ function Outcome({ task, departure }: { task: WorkTask; departure: Departure | u
         {at && (
           <>
             {' '}
-            <time dateTime={at} title={formatDateTime(at)}>
-              {formatAgo(at)}
-            </time>
+            <Ago at={at} />
           </>
         )}
         {task.resolution_note && <> — “{task.resolution_note}”</>}

@@ -35,18 +35,16 @@ export function SortHeader({
 
 /** "Page 2 of 7 · 160 invoices", with previous and next as real links (they can be opened in a new tab). */
 export function Pager({
-  page,
-  totalPages,
-  totalItems,
+  meta,
   noun,
   hrefOf,
 }: {
-  page: number;
-  totalPages: number;
-  totalItems: number;
+  /** A list answer's `_meta`. */
+  meta: { page: number; total_pages: number; total_items: number };
   noun: string;
   hrefOf: (page: number) => string;
 }) {
+  const { page, total_pages: totalPages, total_items: totalItems } = meta;
   return (
     <nav className="pager" aria-label="Pages">
       {page > 1 ? (

@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useCallback, useEffect, useId, useState, type FormEvent } from 'react';
 import { codeOf, problemOf, RemitApiError } from '../api.ts';
 import {
@@ -25,7 +26,7 @@ import {
 } from '../agents-view.ts';
 import { FilterActions, LabelledOptions, Pager, TableBox } from '../components/list-parts.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
+import { formatDateTime } from '../format.ts';
 import { labelOf, writeQuery } from '../list-query.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
@@ -129,17 +130,13 @@ export default function AgentPage({ uid }: { uid: string }) {
           <div>
             <dt>Created</dt>
             <dd>
-              <time dateTime={current.created_on} title={formatDateTime(current.created_on)}>
-                {formatAgo(current.created_on)}
-              </time>
+              <Ago at={current.created_on} />
             </dd>
           </div>
           <div>
             <dt>Updated</dt>
             <dd>
-              <time dateTime={current.updated_on} title={formatDateTime(current.updated_on)}>
-                {formatAgo(current.updated_on)}
-              </time>
+              <Ago at={current.updated_on} />
             </dd>
           </div>
         </dl>
@@ -779,9 +776,7 @@ function Runs({
             </table>
           </TableBox>
           <Pager
-            page={list.data._meta.page}
-            totalPages={list.data._meta.total_pages}
-            totalItems={list.data._meta.total_items}
+            meta={list.data._meta}
             noun="runs"
             hrefOf={(page) => `${base}${writeQuery({ ...filters, page }, RUN_DEFAULTS)}`}
           />

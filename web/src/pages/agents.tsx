@@ -1,9 +1,9 @@
+import { Ago } from '../components/ago.tsx';
 import { useId, useState, type FormEvent } from 'react';
 import { problemOf } from '../api.ts';
 import { AGENT_STATUSES, AGENT_TYPES, triggersSummary } from '../agents-view.ts';
 import { FilterActions, LabelledOptions, ListStates, Pager, TableBox } from '../components/list-parts.tsx';
 import { useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
 import { labelOf, writeQuery } from '../list-query.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
@@ -125,9 +125,7 @@ export default function AgentsPage() {
                     <td className="numeric">{agent.runs_count}</td>
                     <td className="wrap">{triggersSummary(agent.triggers)}</td>
                     <td>
-                      <time dateTime={agent.updated_on} title={formatDateTime(agent.updated_on)}>
-                        {formatAgo(agent.updated_on)}
-                      </time>
+                      <Ago at={agent.updated_on} />
                     </td>
                   </tr>
                 ))}
@@ -135,9 +133,7 @@ export default function AgentsPage() {
             </table>
           </TableBox>
           <Pager
-            page={list.data._meta.page}
-            totalPages={list.data._meta.total_pages}
-            totalItems={list.data._meta.total_items}
+            meta={list.data._meta}
             noun="agents"
             hrefOf={(page) => `/app/agents${writeQuery({ ...filters, page }, DEFAULTS)}`}
           />

@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useState, type FormEvent } from 'react';
 import {
   COLLECTION_DEFAULTS,
@@ -12,7 +13,7 @@ import {
 } from '../collections.ts';
 import { FilterActions, ListStates, Pager, TableBox } from '../components/list-parts.tsx';
 import { useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
+import { formatDateTime } from '../format.ts';
 import { writeQuery } from '../list-query.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
@@ -145,9 +146,7 @@ export default function CollectionsPage({ tab }: { tab: CollectionTab }) {
             </table>
           </TableBox>
           <Pager
-            page={list.data._meta.page}
-            totalPages={list.data._meta.total_pages}
-            totalItems={list.data._meta.total_items}
+            meta={list.data._meta}
             noun={list.data._meta.total_items === 1 ? 'email' : 'emails'}
             hrefOf={(page) => `${tabPath(tab)}${writeQuery({ ...filters, page }, COLLECTION_DEFAULTS)}`}
           />
@@ -162,9 +161,5 @@ function When({ email, tab }: { email: EmailDraft; tab: CollectionTab }) {
   if (!at) return <span className="muted">{email.status === 'sending' ? 'Sending now' : '—'}</span>;
   // Future times (a planned send) as the date and time; past ones as "5 minutes ago", the time on hover.
   if (tab === 'scheduled') return <time dateTime={at}>{formatDateTime(at)}</time>;
-  return (
-    <time dateTime={at} title={formatDateTime(at)}>
-      {formatAgo(at)}
-    </time>
-  );
+  return <Ago at={at} />;
 }

@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from 'react';
 import { codeOf, problemOf } from '../api.ts';
 import {
@@ -18,7 +19,7 @@ import {
   type CollectionTab,
 } from '../collections.ts';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
+import { formatDateTime } from '../format.ts';
 import { Link } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 import { useResource } from '../use-resource.ts';
@@ -239,18 +240,8 @@ function Header({ email }: { email: EmailDraft }) {
         {email.status === 'draft' &&
           line('Scheduled for', email.planned_send_at ? time(email.planned_send_at) : 'Not scheduled')}
         {email.sent_at && line('Sent', time(email.sent_at))}
-        {line(
-          'Created',
-          <time dateTime={email.created_at} title={formatDateTime(email.created_at)}>
-            {formatAgo(email.created_at)}
-          </time>,
-        )}
-        {line(
-          'Last change',
-          <time dateTime={email.updated_at} title={formatDateTime(email.updated_at)}>
-            {formatAgo(email.updated_at)}
-          </time>,
-        )}
+        {line('Created', <Ago at={email.created_at} />)}
+        {line('Last change', <Ago at={email.updated_at} />)}
       </dl>
       {email.error && (
         <div className={email.status === 'failed' ? 'email-error-box' : 'email-warning-box'}>

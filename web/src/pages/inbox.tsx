@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useEffect, useRef, useState, type RefObject } from 'react';
 import { useApprovals, type Departure } from '../approvals.tsx';
 import { codeOf, problemOf, type WorkTask } from '../api.ts';
@@ -9,7 +10,6 @@ import {
   type DetailHandle,
 } from '../components/approval-detail.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
 import { Link, navigate } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 
@@ -149,9 +149,7 @@ export function InboxPage({ uid }: { uid: string | undefined }) {
                   <span className="item-title">{task.title}</span>
                   <span className="item-meta">
                     {task.origin.agent_name ?? task.origin.user_name} · {toolOf(task)} ·{' '}
-                    <time dateTime={task.created_at} title={formatDateTime(task.created_at)}>
-                      {formatAgo(task.created_at)}
-                    </time>
+                    <Ago at={task.created_at} />
                     {(task.priority === 'urgent' || task.priority === 'high') && (
                       <span className={`priority priority-${task.priority}`}> · {task.priority}</span>
                     )}
@@ -247,9 +245,7 @@ function Departures({ departures, onDismiss }: { departures: Departure[]; onDism
             {task.resolved_at && (
               <>
                 {' '}
-                <time dateTime={task.resolved_at} title={formatDateTime(task.resolved_at)}>
-                  {formatAgo(task.resolved_at)}
-                </time>
+                <Ago at={task.resolved_at} />
               </>
             )}
           </span>

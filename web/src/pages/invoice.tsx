@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useRef, useState, type FormEvent } from 'react';
 import { problemOf, type Invoice } from '../api.ts';
 import { InvoiceEmails } from '../components/invoice-emails.tsx';
@@ -410,9 +411,7 @@ function Sync({ invoice }: { invoice: Invoice }) {
                 {link.integration_uid ? ` · reference ${link.integration_uid}` : ''}
                 <p className="comment-text">
                   {revision === undefined ? 'Last accepted ' : `Revision ${revision} accepted `}
-                  <time dateTime={synced} title={formatDateTime(synced)}>
-                    {formatAgo(synced)}
-                  </time>
+                  <Ago at={synced} />
                   {typeof meta.last_status === 'number' && (
                     <span className="muted"> (HTTP {meta.last_status})</span>
                   )}

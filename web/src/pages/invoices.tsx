@@ -253,9 +253,7 @@ export default function InvoicesPage({ kind }: { kind: InvoiceKind }) {
             </table>
           </TableBox>
           <Pager
-            page={list.data._meta.page}
-            totalPages={list.data._meta.total_pages}
-            totalItems={list.data._meta.total_items}
+            meta={list.data._meta}
             noun="invoices"
             hrefOf={(page) => `${listPath(kind)}${writeQuery({ ...filters, page }, INVOICE_DEFAULTS)}`}
           />

@@ -1,8 +1,8 @@
+import { Ago } from '../components/ago.tsx';
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { components } from '@remit/client';
 import { problemOf, type RemitClient } from '../api.ts';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDateTime } from '../format.ts';
 import {
   ACCEPT,
   contentTypeOf,
@@ -304,9 +304,7 @@ function DocumentList({ list, onRetry }: { list: ListState; onRetry: () => void 
                   <DocumentStatus document={document} />
                 </td>
                 <td className="wide-only">
-                  <time dateTime={document.created_at} title={formatDateTime(document.created_at)}>
-                    {formatAgo(document.created_at)}
-                  </time>
+                  <Ago at={document.created_at} />
                 </td>
               </tr>
             ))}

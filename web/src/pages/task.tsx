@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useState, type FormEvent } from 'react';
 import { problemOf, type WorkTask } from '../api.ts';
 import { decisionText } from '../components/approval-detail.tsx';
@@ -75,10 +76,8 @@ export default function TaskPage({ uid }: { uid: string }) {
           <div>
             <dt>Created</dt>
             <dd>
-              <time dateTime={current.created_at} title={formatDateTime(current.created_at)}>
-                {formatAgo(current.created_at)}
-              </time>{' '}
-              by {current.origin.type === 'agent' ? current.origin.agent_name : current.origin.user_name}
+              <Ago at={current.created_at} /> by{' '}
+              {current.origin.type === 'agent' ? current.origin.agent_name : current.origin.user_name}
             </dd>
           </div>
         </dl>

@@ -1,3 +1,4 @@
+import { Ago } from '../components/ago.tsx';
 import { useState, type FormEvent } from 'react';
 import type { WorkTask } from '../api.ts';
 import {
@@ -9,7 +10,7 @@ import {
   TableBox,
 } from '../components/list-parts.tsx';
 import { useDocumentTitle } from '../components/states.tsx';
-import { formatAgo, formatDate, formatDateTime } from '../format.ts';
+import { formatDate } from '../format.ts';
 import {
   labelOf,
   nextTaskSort,
@@ -193,9 +194,7 @@ export default function TasksPage() {
                     <td>{assigneeOf(task)}</td>
                     <td>{task.due_date ? formatDate(task.due_date) : '—'}</td>
                     <td>
-                      <time dateTime={task.created_at} title={formatDateTime(task.created_at)}>
-                        {formatAgo(task.created_at)}
-                      </time>
+                      <Ago at={task.created_at} />
                     </td>
                   </tr>
                 ))}
@@ -203,9 +202,7 @@ export default function TasksPage() {
             </table>
           </TableBox>
           <Pager
-            page={list.data._meta.page}
-            totalPages={list.data._meta.total_pages}
-            totalItems={list.data._meta.total_items}
+            meta={list.data._meta}
             noun="tasks"
             hrefOf={(page) => `/app/tasks${writeQuery({ ...filters, page }, TASK_DEFAULTS)}`}
           />

@@ -1,3 +1,4 @@
+import { Ago } from '../../components/ago.tsx';
 import { useId, useMemo, useRef, useState, type FormEvent, type RefObject } from 'react';
 import { create as createQrCode } from 'qrcode';
 import { codeOf, problemOf, publicClient } from '../../api.ts';
@@ -680,9 +681,7 @@ function Sessions({ version, onChanged }: { version: number; onChanged: () => vo
                         </span>
                       </th>
                       <td className="wide-only nowrap">
-                        <time dateTime={session.last_seen_at} title={formatDateTime(session.last_seen_at)}>
-                          {formatAgo(session.last_seen_at)}
-                        </time>
+                        <Ago at={session.last_seen_at} />
                       </td>
                       <td className="wide-only">
                         {formatDateTime(session.created_at)}

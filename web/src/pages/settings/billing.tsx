@@ -1,8 +1,8 @@
+import { Ago } from '../../components/ago.tsx';
 import { useCallback, useEffect, useId, useRef, useState, type FormEvent } from 'react';
 import type { SuccessBody } from '@remit/client';
 import { problemOf, RemitApiError } from '../../api.ts';
 import { Loading, Problem, useDocumentTitle } from '../../components/states.tsx';
-import { formatAgo, formatDateTime } from '../../format.ts';
 import { useSignedIn } from '../../session.tsx';
 import { fieldErrorsOf, type Loaded } from './organization-data.ts';
 import './organization-settings.css';
@@ -148,17 +148,13 @@ function Current({
         <div>
           <dt>Connected</dt>
           <dd>
-            <time dateTime={integration.created_at} title={formatDateTime(integration.created_at)}>
-              {formatAgo(integration.created_at)}
-            </time>
+            <Ago at={integration.created_at} />
           </dd>
         </div>
         <div>
           <dt>Last changed</dt>
           <dd>
-            <time dateTime={integration.updated_at} title={formatDateTime(integration.updated_at)}>
-              {formatAgo(integration.updated_at)}
-            </time>
+            <Ago at={integration.updated_at} />
           </dd>
         </div>
       </dl>

@@ -1,8 +1,8 @@
+import { Ago } from '../../components/ago.tsx';
 import { useCallback, useEffect, useId, useState, type FormEvent } from 'react';
 import type { components } from '@remit/client';
 import { problemOf, RemitApiError } from '../../api.ts';
 import { Empty, Loading, Problem, useDocumentTitle } from '../../components/states.tsx';
-import { formatAgo, formatDateTime } from '../../format.ts';
 import { useSignedIn } from '../../session.tsx';
 import {
   buildSmtpUrl,
@@ -126,9 +126,7 @@ function AccountList({
                   )}
                 </td>
                 <td className="wide-only">
-                  <time dateTime={account.created_at} title={formatDateTime(account.created_at)}>
-                    {formatAgo(account.created_at)}
-                  </time>
+                  <Ago at={account.created_at} />
                 </td>
               </tr>
             ))}

@@ -1,8 +1,9 @@
+import { Ago } from '../../components/ago.tsx';
 import { useRef, useState, type FormEvent } from 'react';
 import type { components } from '@remit/client';
 import { problemOf, type Member } from '../../api.ts';
 import { Empty, Loading, Problem, useDocumentTitle } from '../../components/states.tsx';
-import { formatAgo, formatDateTime } from '../../format.ts';
+import { formatDateTime } from '../../format.ts';
 import { formatDay } from '../../settings-people.ts';
 import { useSignedIn } from '../../session.tsx';
 import { useResource } from '../../use-resource.ts';
@@ -147,13 +148,7 @@ export default function MemberSettings() {
                     <td className="wide-only wrap-long">{member.email}</td>
                     <td>{member.role === 'admin' ? 'Admin' : 'Member'}</td>
                     <td className="wide-only nowrap">
-                      {member.last_active_at ? (
-                        <time dateTime={member.last_active_at} title={formatDateTime(member.last_active_at)}>
-                          {formatAgo(member.last_active_at)}
-                        </time>
-                      ) : (
-                        'Never'
-                      )}
+                      {member.last_active_at ? <Ago at={member.last_active_at} /> : 'Never'}
                     </td>
                     <td className="wide-only nowrap">
                       <time dateTime={member.joined_at} title={formatDateTime(member.joined_at)}>
@@ -289,9 +284,7 @@ export default function MemberSettings() {
                   <td>{invitation.role === 'admin' ? 'Admin' : 'Member'}</td>
                   <td className="wide-only">{inviterOf(invitation)}</td>
                   <td className="wide-only nowrap">
-                    <time dateTime={invitation.last_sent_at} title={formatDateTime(invitation.last_sent_at)}>
-                      {formatAgo(invitation.last_sent_at)}
-                    </time>
+                    <Ago at={invitation.last_sent_at} />
                   </td>
                   <td className="wide-only nowrap">{formatDateTime(invitation.expires_at)}</td>
                   <td>

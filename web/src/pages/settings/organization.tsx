@@ -1,7 +1,7 @@
+import { Ago } from '../../components/ago.tsx';
 import { useId, useRef, useState, type Ref } from 'react';
 import { problemOf, RemitApiError } from '../../api.ts';
 import { Loading, Problem, useDocumentTitle } from '../../components/states.tsx';
-import { formatAgo, formatDateTime } from '../../format.ts';
 import { Link } from '../../router.tsx';
 import { useSignedIn } from '../../session.tsx';
 import { isAdmin, useOrganizationSettings, type OrganizationSettings } from './organization-data.ts';
@@ -218,11 +218,7 @@ function Controls({
         </p>
       )}
       <p className="muted settings-updated">
-        Last changed{' '}
-        <time dateTime={settings.updated_at} title={formatDateTime(settings.updated_at)}>
-          {formatAgo(settings.updated_at)}
-        </time>
-        .
+        Last changed <Ago at={settings.updated_at} />.
       </p>
     </section>
   );
