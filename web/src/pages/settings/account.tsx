@@ -74,10 +74,14 @@ function ApprovalEmails() {
     return data;
   });
   const [saving, setSaving] = useState(false);
+  // What was last saved here: shown at once, so the box follows the click (the read is not repeated).
+  const [saved, setSaved] = useState<boolean>();
   const [notice, setNotice] = useState<string>();
   const [problem, setProblem] = useState<string>();
   const change = async (on: boolean) => {
+    const before = saved;
     setSaving(true);
+    setSaved(on);
     setNotice(undefined);
     setProblem(undefined);
     try {
@@ -89,8 +93,8 @@ function ApprovalEmails() {
           ? `Approval requests in ${organization.organization_name} will be emailed to ${user.email}.`
           : 'Approval requests will no longer be emailed to you.',
       );
-      setVersion((v) => v + 1);
     } catch (error) {
+      setSaved(before);
       setProblem(problemOf(error));
     } finally {
       setSaving(false);
@@ -112,7 +116,7 @@ function ApprovalEmails() {
           <label className="checkbox">
             <input
               type="checkbox"
-              checked={preferences.data.approval_emails}
+              checked={saved ?? preferences.data.approval_emails}
               disabled={saving}
               onChange={(event) => void change(event.currentTarget.checked)}
             />
