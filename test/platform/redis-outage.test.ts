@@ -56,7 +56,9 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', { 
     limiter = new RedisRateLimiter(`redis://127.0.0.1:${port}`, 5, 60_000, {
       prefix: `remit:outage:${crypto.randomUUID()}:`,
       commandTimeoutMs: 100,
-      retryAfterMs: 200,
+      // Long enough that the ten hits below all fall inside one open circuit on a loaded machine (at
+      // 200 ms a slow loop let a probe through to the frozen server mid-test); the later tests poll.
+      retryAfterMs: 2000,
       onStateChange: (state) => changes.push(state),
     });
     await untilTrue(() => limiter.store === 'redis', 'the first connection');
