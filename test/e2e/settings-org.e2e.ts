@@ -101,6 +101,12 @@ describe('the console: organization settings', { timeout: 60_000 }, () => {
 
   it('organization: the switches, one kept through a reload; the second-factor rule asks first', async () => {
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Settings' }).click();
+    // The person's own sections come first; the organization's follow.
+    await page.waitForURL(`${server.url}/app/settings/account`);
+    await page
+      .getByRole('navigation', { name: 'Settings' })
+      .getByRole('link', { name: 'Organization' })
+      .click();
     await page.waitForURL(`${server.url}/app/settings/organization`);
     await page.getByRole('heading', { name: 'Organization', level: 1 }).waitFor();
     await page.locator('#main dd').getByText('Acme Collections', { exact: true }).waitFor();
@@ -121,7 +127,9 @@ describe('the console: organization settings', { timeout: 60_000 }, () => {
     const mfa = page.getByRole('switch', { name: 'Require a second factor for admins' });
     await mfa.click();
     await page.getByText('Require a second factor of every admin?').waitFor();
-    expect(await page.getByRole('link', { name: 'Your account' }).getAttribute('href')).toBe(
+    // The question's own link (the settings' navigation has one of the same name).
+    const section = page.locator('.settings-section');
+    expect(await section.getByRole('link', { name: 'Your account' }).getAttribute('href')).toBe(
       '/app/settings/account',
     );
     await expect
@@ -286,12 +294,13 @@ describe('the console: organization settings', { timeout: 60_000 }, () => {
     page = member;
     try {
       await signIn(page, server.url, GRACE);
-      await page.goto(`${server.url}/app/settings`);
-      await page.waitForURL(`${server.url}/app/settings/organization`);
+      await page.goto(`${server.url}/app/settings/organization`);
       await page.getByText('Only admins change these settings.').waitFor();
       expect(await page.getByRole('switch').count()).toBe(0);
       expect(await page.locator('.switch-readonly').first().textContent()).toContain('On');
       expect(await settingsNav().getByRole('link').allTextContents()).toEqual([
+        'Your account',
+        'API keys',
         'Organization',
         'Email accounts',
         'Slack',
@@ -313,7 +322,7 @@ describe('the console: organization settings', { timeout: 60_000 }, () => {
 
       // The billing section is not theirs: its address opens the first one they may see.
       await page.goto(`${server.url}/app/settings/billing`);
-      await page.waitForURL(`${server.url}/app/settings/organization`);
+      await page.waitForURL(`${server.url}/app/settings/account`);
     } finally {
       page = previous;
       await context.close();
