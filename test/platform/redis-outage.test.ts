@@ -55,14 +55,17 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', { 
     await startRedis();
     limiter = new RedisRateLimiter(`redis://127.0.0.1:${port}`, 5, 60_000, {
       prefix: `remit:outage:${crypto.randomUUID()}:`,
-      commandTimeoutMs: 100,
-      // Long enough that the ten hits below all fall inside one open circuit on a loaded machine (at
-      // 200 ms a slow loop let a probe through to the frozen server mid-test); the later tests poll.
+      // 1 s, not 100 ms: on a loaded machine the first command (loading the script) took longer than
+      // 100 ms, tripped the circuit before the test began and left an extra hit in memory.
+      commandTimeoutMs: 1000,
+      // Long enough that the ten hits below all fall inside one open circuit; the later tests poll.
       retryAfterMs: 2000,
       onStateChange: (state) => changes.push(state),
     });
     await untilTrue(() => limiter.store === 'redis', 'the first connection');
     expect((await limiter.hit('k')).remaining).toBe(4);
+    expect(limiter.store).toBe('redis');
+    expect(changes).toEqual([]);
   });
 
   afterAll(async () => {
@@ -75,7 +78,7 @@ describe.skipIf(!hasRedisServer)('rate limits while Redis is frozen or down', { 
     redis.kill('SIGSTOP');
     const first = Date.now();
     const tripped = await limiter.hit('k');
-    // Bounded by the 100 ms command timeout, not by a TCP or reconnect timeout (10 s and more); the
+    // Bounded by the 1 s command timeout, not by a TCP or reconnect timeout (10 s and more); the
     // bound is loose so that a busy machine cannot fail it.
     expect(Date.now() - first).toBeLessThan(5000);
     expect(tripped).toMatchObject({ allowed: true, limit: 5 });
