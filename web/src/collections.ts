@@ -1,3 +1,5 @@
+import { pageOf } from './list-query.ts';
+
 /**
  * The Collections pages' pure rules (docs/console.md#collections): which emails each tab lists, the
  * address-bar state, recipients typed as text, the send time typed in the person's time zone, what a
@@ -75,11 +77,7 @@ export interface CollectionFilters {
 export const COLLECTION_DEFAULTS: CollectionFilters = { q: '', page: 1 };
 
 export function readCollectionFilters(search: URLSearchParams): CollectionFilters {
-  const page = Number(search.get('page'));
-  return {
-    q: (search.get('q') ?? '').slice(0, 200),
-    page: Number.isInteger(page) && page >= 1 && page <= 100_000 ? page : 1,
-  };
+  return { q: (search.get('q') ?? '').slice(0, 200), page: pageOf(search.get('page')) };
 }
 
 /** What a status allows (docs/email-sending.md's table): sending, sent and canceled are final here. */

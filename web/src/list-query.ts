@@ -40,7 +40,8 @@ export interface InvoiceFilters {
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-const pageOf = (value: string | null) => {
+/** A list's page from the address bar: a whole number from 1 to 100,000, else 1. */
+export const pageOf = (value: string | null) => {
   const n = Number(value);
   return Number.isInteger(n) && n >= 1 && n <= 100_000 ? n : 1;
 };

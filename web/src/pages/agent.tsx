@@ -27,7 +27,7 @@ import {
 import { FilterActions, LabelledOptions, Pager, TableBox } from '../components/list-parts.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
 import { formatDateTime } from '../format.ts';
-import { labelOf, writeQuery } from '../list-query.ts';
+import { labelOf, pageOf, writeQuery } from '../list-query.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 import {
@@ -51,10 +51,9 @@ const RUN_DEFAULTS: RunFilters = { status: '', page: 1 };
 
 function readRunFilters(search: URLSearchParams): RunFilters {
   const status = search.get('status') ?? '';
-  const page = Number(search.get('page'));
   return {
     status: (RUN_STATUSES as readonly string[]).includes(status) ? status : '',
-    page: Number.isInteger(page) && page >= 1 && page <= 100_000 ? page : 1,
+    page: pageOf(search.get('page')),
   };
 }
 

@@ -4,7 +4,7 @@ import { problemOf } from '../api.ts';
 import { AGENT_STATUSES, AGENT_TYPES, triggersSummary } from '../agents-view.ts';
 import { FilterActions, LabelledOptions, ListStates, Pager, TableBox } from '../components/list-parts.tsx';
 import { useDocumentTitle } from '../components/states.tsx';
-import { labelOf, writeQuery } from '../list-query.ts';
+import { labelOf, pageOf, writeQuery } from '../list-query.ts';
 import { Link, navigate, useLocation } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
 import { useResource } from '../use-resource.ts';
@@ -20,10 +20,9 @@ const DEFAULTS: AgentFilters = { status: '', page: 1 };
 
 function readFilters(search: URLSearchParams): AgentFilters {
   const status = search.get('status') ?? '';
-  const page = Number(search.get('page'));
   return {
     status: (AGENT_STATUSES as readonly string[]).includes(status) ? status : '',
-    page: Number.isInteger(page) && page >= 1 && page <= 100_000 ? page : 1,
+    page: pageOf(search.get('page')),
   };
 }
 
