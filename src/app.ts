@@ -57,6 +57,8 @@ import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
+import { slackRoutes } from './modules/slack/slack-interactions.routes.ts';
+import { registerSlackJobs } from './modules/slack/slack.jobs.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
 import { auditRoutes } from './modules/audit/audit.routes.ts';
 import { registerAuditJobs } from './modules/audit/audit.jobs.ts';
@@ -66,6 +68,8 @@ import { registerBillingJobs } from './modules/billing/billing.jobs.ts';
 import { registerEmailJobs } from './modules/email/email.jobs.ts';
 import { registerAgentJobs } from './modules/agents/agents.jobs.ts';
 import { installCollectionsAgent } from './modules/agents/collections-agent.ts';
+import { refreshOnApprovalChange } from './modules/agents/notification-delivery.ts';
+import { onApprovalChanged } from './modules/work-tasks/approval-state.service.ts';
 import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
 import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
@@ -109,7 +113,10 @@ const MODULES: readonly AppModule[] = [
     name: 'agents',
     routes: [agentRoutes, agentRunRoutes],
     jobs: registerAgentJobs,
-    install: installCollectionsAgent,
+    install: () => {
+      installCollectionsAgent();
+      onApprovalChanged(refreshOnApprovalChange);
+    },
   },
   { name: 'conversations', routes: [conversationRoutes] },
   { name: 'metrics', routes: [metricRoutes], jobs: registerMetricJobs },
@@ -119,6 +126,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'audit', routes: [auditRoutes], jobs: registerAuditJobs },
   { name: 'members', routes: [memberRoutes, invitationRoutes] },
   { name: 'webhooks', routes: [webhookRoutes], jobs: registerWebhookJobs },
+  { name: 'slack', routes: [slackRoutes], jobs: registerSlackJobs },
   { name: 'storage', routes: [storageRoutes] },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];

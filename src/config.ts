@@ -137,6 +137,12 @@ export type ChatConfig =
       /** Base of the Web API methods (default https://slack.com/api); tests point it at a local fake. */
       apiUrl: string;
       timeoutMs: number;
+      /**
+       * The Slack app's signing secret (`SLACK_SIGNING_SECRET`): set, approval messages carry Approve and
+       * Reject buttons and `POST /api/slack/interactions` accepts requests signed with it; unset, messages
+       * carry only the link to the console and that endpoint refuses everything.
+       */
+      signingSecret?: string | undefined;
     };
 
 export type LlmConfig =
@@ -249,7 +255,14 @@ function chat(env: Env): ChatConfig {
   if (!/^https?:\/\/[^/]/.test(apiUrl))
     throw new ConfigError('SLACK_API_URL must start with http:// or https://');
   if (!botToken) return { kind: 'none' };
-  return { kind: 'slack', botToken, apiUrl, timeoutMs: integer(env, 'SLACK_TIMEOUT_MS', 5000, 100, 60_000) };
+  const signingSecret = optional(env, 'SLACK_SIGNING_SECRET');
+  return {
+    kind: 'slack',
+    botToken,
+    apiUrl,
+    timeoutMs: integer(env, 'SLACK_TIMEOUT_MS', 5000, 100, 60_000),
+    signingSecret,
+  };
 }
 
 function metrics(env: Env): MetricsConfig {

@@ -21,3 +21,4 @@ export * from './modules/audit/audit.tables.ts';
 export * from './modules/people/sign-in.tables.ts';
 export * from './modules/people/invitations.tables.ts';
 export * from './modules/webhooks/webhooks.tables.ts';
+export * from './modules/slack/slack.tables.ts';

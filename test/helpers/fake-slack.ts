@@ -33,7 +33,12 @@ export type SlackBehaviour =
   /** An HTTP error status (500, 503, 429 …) with a body that is not a Web API reply. */
   | { kind: 'http'; status: number }
   /** Never answers; the socket stays open until the caller gives up or the server closes. */
-  | { kind: 'hang' };
+  | { kind: 'hang' }
+  /**
+   * Slack's rate limit: HTTP 429 with `Retry-After: <seconds>`, `times` times (then succeeds; default
+   * always). https://api.slack.com/apis/rate-limits
+   */
+  | { kind: 'ratelimit'; retryAfter: number; times?: number };
 
 export interface FakeChannel {
   /** Whether the bot has joined (`is_member`). */
@@ -65,10 +70,46 @@ export interface SlackMessage {
   text: string;
   token: string;
   ts: string;
+  blocks?: unknown;
+  metadata?: { event_type?: string; event_payload?: Record<string, unknown> };
+  /** Set by `chat.update`: how many times the message was replaced. */
+  updates: number;
+}
+
+/** A workspace member, for `users.info` (and whom `interact` clicks as). */
+export interface FakeSlackUser {
+  id: string;
+  name: string;
+  email?: string;
+  emailConfirmed?: boolean;
+  deleted?: boolean;
 }
 
 /** Methods whose arguments Slack accepts as a JSON body. */
-const JSON_METHODS = new Set(['chat.postMessage', 'chat.update', 'chat.postEphemeral']);
+const JSON_METHODS = new Set(['chat.postMessage', 'chat.update', 'chat.postEphemeral', 'views.open']);
+const KNOWN_METHODS = new Set([
+  'conversations.info',
+  'conversations.history',
+  'chat.postMessage',
+  'chat.update',
+  'chat.postEphemeral',
+  'views.open',
+  'users.info',
+]);
+
+/** A button of an `actions` block, by action id. */
+export function findButton(
+  blocks: unknown,
+  actionId: string,
+): { action_id: string; value?: string; url?: string; text?: { text: string } } | undefined {
+  if (!Array.isArray(blocks)) return undefined;
+  for (const block of blocks as { type?: string; elements?: { action_id?: string }[] }[]) {
+    if (block.type !== 'actions') continue;
+    const found = block.elements?.find((e) => e.action_id === actionId);
+    if (found) return found as { action_id: string; value?: string };
+  }
+  return undefined;
+}
 
 export class FakeSlack {
   /** The bot token the fake accepts; configure it as `SLACK_BOT_TOKEN`. */
@@ -83,6 +124,16 @@ export class FakeSlack {
   behaviour: SlackBehaviour = { kind: 'succeed' };
   /** What `conversations.info` does. */
   infoBehaviour: SlackBehaviour = { kind: 'succeed' };
+  /** What `chat.update` does. */
+  updateBehaviour: SlackBehaviour = { kind: 'succeed' };
+  /** Members of the workspace, by id. */
+  readonly users = new Map<string, FakeSlackUser>();
+  /** `chat.postEphemeral` messages: what one person alone was told. */
+  readonly ephemerals: { channel: string; user: string; text: string }[] = [];
+  /** `views.open` calls: the modals opened. */
+  readonly views: { trigger_id: string; view: Record<string, unknown> }[] = [];
+  /** The app's signing secret: configure it as `SLACK_SIGNING_SECRET`; `interact` signs with it. */
+  readonly signingSecret = crypto.randomBytes(16).toString('hex');
   private server: http.Server | undefined;
   private port = 0;
   private counter = 0;
@@ -99,8 +150,89 @@ export class FakeSlack {
   }
 
   /** The environment that points the service at this fake. */
-  env(): Record<string, string> {
-    return { SLACK_BOT_TOKEN: this.token, SLACK_API_URL: this.url };
+  env(options: { interactive?: boolean } = {}): Record<string, string> {
+    return {
+      SLACK_BOT_TOKEN: this.token,
+      SLACK_API_URL: this.url,
+      ...(options.interactive ? { SLACK_SIGNING_SECRET: this.signingSecret } : {}),
+    };
+  }
+
+  /** Adds a workspace member; returns its id. */
+  user(id: string, name: string, email?: string, emailConfirmed = true): string {
+    this.users.set(id, { id, name, ...(email ? { email } : {}), emailConfirmed });
+    return id;
+  }
+
+  /**
+   * An interaction as Slack sends it to the app's Request URL: `payload=<JSON>` form-encoded, signed
+   * with the signing secret (`X-Slack-Signature: v0=HMAC-SHA256("v0:<ts>:<body>")` and
+   * `X-Slack-Request-Timestamp`). `timestamp` (seconds), `secret`, `signature` and `body` override what
+   * would be sent, to test refusals. Send it with `app.inject` (or fetch) as a POST.
+   */
+  signed(
+    payload: unknown,
+    options: { timestamp?: number; signature?: string; secret?: string; body?: string } = {},
+  ): { body: string; headers: Record<string, string> } {
+    const body = options.body ?? new URLSearchParams({ payload: JSON.stringify(payload) }).toString();
+    const timestamp = String(options.timestamp ?? Math.floor(Date.now() / 1000));
+    const signature =
+      options.signature ??
+      `v0=${crypto
+        .createHmac('sha256', options.secret ?? this.signingSecret)
+        .update(`v0:${timestamp}:${body}`)
+        .digest('hex')}`;
+    return {
+      body,
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        'x-slack-request-timestamp': timestamp,
+        'x-slack-signature': signature,
+      },
+    };
+  }
+
+  /** A click on one of a posted message's buttons by `userId` (a `block_actions` payload). */
+  clickPayload(
+    message: SlackMessage,
+    actionId: string,
+    userId: string,
+    triggerId = `trigger-${crypto.randomUUID()}`,
+  ) {
+    const button = findButton(message.blocks, actionId);
+    if (!button) throw new Error(`FakeSlack: the message has no button ${actionId}`);
+    return {
+      type: 'block_actions',
+      user: { id: userId, team_id: 'T0FAKE' },
+      team: { id: 'T0FAKE' },
+      api_app_id: 'A0FAKE',
+      trigger_id: triggerId,
+      channel: { id: message.channel },
+      container: { type: 'message', channel_id: message.channel, message_ts: message.ts },
+      message: { ts: message.ts, text: message.text },
+      response_url: 'https://hooks.slack.invalid/actions/T0FAKE/1/abc',
+      actions: [{ action_id: actionId, block_id: 'remit_actions', value: button.value, type: 'button' }],
+    };
+  }
+
+  /** The submission of a modal opened by `views.open`, with the reason typed. */
+  submitPayload(view: Record<string, unknown>, userId: string, reason: string) {
+    return {
+      type: 'view_submission',
+      user: { id: userId, team_id: 'T0FAKE' },
+      team: { id: 'T0FAKE' },
+      view: {
+        id: 'V0FAKE',
+        callback_id: view.callback_id,
+        private_metadata: view.private_metadata,
+        state: { values: { reason: { reason: { type: 'plain_text_input', value: reason } } } },
+      },
+    };
+  }
+
+  /** The message with this ts. */
+  message(ts: string): SlackMessage | undefined {
+    return this.messages.find((m) => m.ts === ts);
   }
 
   async start(): Promise<this> {
@@ -147,6 +279,7 @@ export class FakeSlack {
   reset(): this {
     this.behaviour = { kind: 'succeed' };
     this.infoBehaviour = { kind: 'succeed' };
+    this.updateBehaviour = { kind: 'succeed' };
     return this;
   }
 
@@ -200,7 +333,7 @@ export class FakeSlack {
       record.error = payload.ok === false ? String(payload.error) : undefined;
       res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' }).end(JSON.stringify(payload));
     };
-    const known = method === 'conversations.info' || method === 'chat.postMessage';
+    const known = KNOWN_METHODS.has(method);
     if (!known) {
       // Slack answers unknown methods with HTTP 404 and `unknown_method`.
       record.status = 404;
@@ -214,8 +347,26 @@ export class FakeSlack {
     if (!token) return reply({ ok: false, error: 'not_authed' });
     if (token !== this.token) return reply({ ok: false, error: 'invalid_auth' });
 
-    const behaviour = method === 'chat.postMessage' ? this.behaviour : this.infoBehaviour;
+    const behaviour =
+      method === 'chat.postMessage'
+        ? this.behaviour
+        : method === 'conversations.info'
+          ? this.infoBehaviour
+          : method === 'chat.update'
+            ? this.updateBehaviour
+            : ({ kind: 'succeed' } as SlackBehaviour);
     switch (behaviour.kind) {
+      case 'ratelimit': {
+        if (behaviour.times === undefined || behaviour.times > 0) {
+          if (behaviour.times !== undefined) behaviour.times -= 1;
+          record.status = 429;
+          res
+            .writeHead(429, { 'content-type': 'text/plain', 'retry-after': String(behaviour.retryAfter) })
+            .end('rate limited');
+          return;
+        }
+        break;
+      }
       case 'hang':
         record.status = 'hung';
         this.hung.add(res);
@@ -246,6 +397,56 @@ export class FakeSlack {
         },
       });
     }
+    if (method === 'users.info') {
+      const user = this.users.get(String(params.user ?? ''));
+      if (!user) return reply({ ok: false, error: 'user_not_found' });
+      return reply({
+        ok: true,
+        user: {
+          id: user.id,
+          name: user.name.toLowerCase().replace(/\s+/g, '.'),
+          real_name: user.name,
+          deleted: user.deleted ?? false,
+          is_email_confirmed: user.emailConfirmed ?? false,
+          profile: { real_name: user.name, ...(user.email ? { email: user.email } : {}) },
+        },
+      });
+    }
+    if (method === 'views.open') {
+      if (typeof params.trigger_id !== 'string' || !params.view || typeof params.view !== 'object')
+        return reply({ ok: false, error: 'invalid_arguments' });
+      this.views.push({ trigger_id: params.trigger_id, view: params.view as Record<string, unknown> });
+      return reply({ ok: true, view: { id: `V${this.views.length}` } });
+    }
+    if (method === 'conversations.history') {
+      if (!channel) return reply({ ok: false, error: 'channel_not_found' });
+      const oldest = Number(params.oldest ?? 0);
+      const withMetadata = params.include_all_metadata === 'true';
+      const messages = this.messagesIn(channelId)
+        .filter((m) => Number(m.ts) >= oldest)
+        .reverse()
+        .map((m) => ({
+          type: 'message',
+          ts: m.ts,
+          text: m.text,
+          ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+        }));
+      return reply({ ok: true, messages, has_more: false });
+    }
+    if (method === 'chat.postEphemeral') {
+      if (!channel) return reply({ ok: false, error: 'channel_not_found' });
+      const text = typeof params.text === 'string' ? params.text : '';
+      this.ephemerals.push({ channel: channelId, user: String(params.user ?? ''), text });
+      return reply({ ok: true, message_ts: `${Math.floor(Date.now() / 1000)}.999999` });
+    }
+    if (method === 'chat.update') {
+      const message = this.messages.find((m) => m.channel === channelId && m.ts === params.ts);
+      if (!message) return reply({ ok: false, error: 'message_not_found' });
+      message.text = typeof params.text === 'string' ? params.text : message.text;
+      if (params.blocks !== undefined) message.blocks = params.blocks;
+      message.updates += 1;
+      return reply({ ok: true, channel: channelId, ts: message.ts });
+    }
     // chat.postMessage
     if (!channel) return reply({ ok: false, error: 'channel_not_found' });
     if (channel.isArchived) return reply({ ok: false, error: 'is_archived' });
@@ -253,7 +454,17 @@ export class FakeSlack {
     const text = typeof params.text === 'string' ? params.text : '';
     if (text.length === 0) return reply({ ok: false, error: 'no_text' });
     const ts = `${Math.floor(Date.now() / 1000)}.${String(++this.counter).padStart(6, '0')}`;
-    this.messages.push({ channel: channelId, text, token, ts });
+    this.messages.push({
+      channel: channelId,
+      text,
+      token,
+      ts,
+      updates: 0,
+      ...(params.blocks !== undefined ? { blocks: params.blocks } : {}),
+      ...(params.metadata && typeof params.metadata === 'object'
+        ? { metadata: params.metadata as SlackMessage['metadata'] }
+        : {}),
+    });
     for (const w of this.waiters.filter((w) => this.messages.length >= w.count)) {
       this.waiters.splice(this.waiters.indexOf(w), 1);
       w.resolve();

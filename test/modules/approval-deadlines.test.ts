@@ -275,7 +275,13 @@ describe('escalation', () => {
     });
     const task = await raise(payer.uid);
     await ok(decide(task.uid, key()));
-    const deps = { db: t.db, config: t.config, mail: t.deps.clients.mail, chat: t.deps.clients.chat };
+    const deps = {
+      db: t.db,
+      config: t.config,
+      mail: t.deps.clients.mail,
+      chat: t.deps.clients.chat,
+      jobs: t.deps.jobs,
+    };
     const notice = { organization_uid: p.orgA.uid, task_uid: task.uid };
     expect(await sendEscalationNotice(deps, { ...notice, user_uid: grace.userUid })).toBe('skipped');
     expect(await sendEscalationNotice(deps, { ...notice, channel_id: CHANNEL })).toBe('skipped');

@@ -770,9 +770,14 @@ describe('the loop against a fake Slack and a fake OpenAI-compatible model', () 
     const all = slack
       .messagesIn(CHANNEL)
       .slice(before)
-      .map((m) => m.text);
+      // The approval's message is updated in place once decided: its first line is what was posted.
+      .map((m) => m.text.split('\n')[0]!);
     expect(all).toHaveLength(4);
-    const recorded = await notes(app, org.key, agent.uid);
+    // Posted by jobs: each row is marked sent just after Slack answered.
+    const recorded = await until(async () => {
+      const rows = await notes(app, org.key, agent.uid);
+      return rows.every((n) => n.delivery_status !== 'pending') && rows;
+    }, 'the posts to be recorded');
     expect(recorded.map((n) => [n.event, n.delivery_status])).toEqual([
       ['outcome', 'sent'],
       ['action_taken', 'sent'],

@@ -161,6 +161,8 @@ describe('delivery through the Slack Web API', () => {
       text: expect.any(String),
       delivery_status: 'sent',
       delivery_error: null,
+      delivery_attempts: 1,
+      next_attempt_at: null,
       run_uid: run.id,
       task_uid: taskUid,
       invoice_uid: invoice.uid,
@@ -169,6 +171,9 @@ describe('delivery through the Slack Web API', () => {
     });
     for (const part of ['Cash Collector', invoice.invoice_number, task.title, 'Acme Widgets', '15 day'])
       expect(approval.text).toContain(part);
+    // The link in the text is the console's page of the approval, not an API address.
+    expect(approval.text).toContain(`/app/inbox/${taskUid}`);
+    expect(approval.text).not.toContain('/api/');
 
     // Approved: the follow-up run sends it, says so (action_taken) and reports (outcome).
     const approved = await call(t.app, 'PATCH', `/api/work-tasks/${taskUid}`, {
@@ -207,24 +212,39 @@ describe('delivery through the Slack Web API', () => {
       slack
         .messagesIn(CHANNEL)
         .slice(-4)
-        .map((m) => m.text),
+        // An approval's message is updated in place once decided: its first line is what was posted.
+        .map((m) => m.text.split('\n')[0]),
     ).toEqual(posts.map((q) => q.params.text));
   });
 
   const failures = [
-    { name: 'an error code', behaviour: { kind: 'fail', error: 'ratelimited' }, says: 'ratelimited' },
-    { name: 'HTTP 500', behaviour: { kind: 'http', status: 500 }, says: 'HTTP 500' },
+    // Refusals that waiting cannot cure: the notification fails at once, never retried.
+    {
+      name: 'a permanent error code',
+      behaviour: { kind: 'fail', error: 'msg_too_long' },
+      says: 'msg_too_long',
+      transient: false,
+    },
+    // "Not now": recorded on the notification, which stays pending with its next attempt scheduled.
+    {
+      name: 'ratelimited',
+      behaviour: { kind: 'fail', error: 'ratelimited' },
+      says: 'ratelimited',
+      transient: true,
+    },
+    { name: 'HTTP 500', behaviour: { kind: 'http', status: 500 }, says: 'HTTP 500', transient: true },
     {
       name: 'no answer within SLACK_TIMEOUT_MS',
       behaviour: { kind: 'hang' },
       says: 'timed out',
+      transient: true,
       // The chat clients (the routes' and the workers') read their timeout from this configuration at
       // each call: shortened for this case only, so four hanging posts end in about a second.
       timeoutMs: 300,
     },
   ] as const;
   for (const failure of failures) {
-    it(`Slack failing (${failure.name}): the run still ends as it would, the delivery is recorded as failed`, async () => {
+    it(`Slack failing (${failure.name}): the run still ends as it would; the post is ${failure.transient ? 'retried later' : 'failed'}`, async () => {
       const org = await freshOrg();
       const ok = await createAgent(t, org.key, { status: 'active', agent_type: 'note_ok', ...config() });
       const bad = await createAgent(t, org.key, { status: 'active', agent_type: 'note_fail', ...config() });
@@ -242,20 +262,54 @@ describe('delivery through the Slack Web API', () => {
         const collected = await runAgent(t, org.key, collector.uid);
         expect(collected.attributes.status).toBe('completed');
         expect(collected.attributes.outcome.approvals[0].task_uid).toMatch(UUID);
-        notes = [
-          ...(await listNotes(ok.uid, org.key)),
-          ...(await listNotes(bad.uid, org.key)),
-          ...(await listNotes(collector.uid, org.key)),
-        ];
+        // Once each post was tried: failed for good, or pending with the error and its next attempt.
+        const tried = (agentUid: string) =>
+          until(async () => {
+            const res = await call(t.app, 'GET', `/api/agents/${agentUid}/notifications`, { key: org.key });
+            const items = res.body.data.items as Record<string, unknown>[];
+            return items.every((n) => n.delivery_error !== null) && items;
+          }, 'every post to be tried');
+        notes = [...(await tried(ok.uid)), ...(await tried(bad.uid)), ...(await tried(collector.uid))];
       } finally {
         slack.reset();
         chat.timeoutMs = timeoutMs;
       }
       expect(notes.map((n) => n.event)).toEqual(['outcome', 'error', 'outcome', 'approval_required']);
       for (const note of notes) {
-        expect(note.delivery_status).toBe('failed');
         expect(note.delivery_error).toContain(failure.says);
         expect(note.delivered_at).toBeNull();
+        expect(note.delivery_attempts).toBe(1);
+        if (failure.transient) {
+          expect(note.delivery_status).toBe('pending');
+          // Backoff: the first retry 8–10 s after the attempt (10 s less up to a fifth at random).
+          const wait = Date.parse(String(note.next_attempt_at)) - Date.now();
+          expect(wait).toBeGreaterThan(0);
+          expect(wait).toBeLessThanOrEqual(10_000);
+        } else {
+          expect(note.delivery_status).toBe('failed');
+          expect(note.next_attempt_at).toBeNull();
+        }
+      }
+      if (failure.transient) {
+        // Slack is back: each retry (its job, due at next_attempt_at) posts it, once.
+        const posted = (agentUid: string) =>
+          until(
+            async () => {
+              const res = await call(t.app, 'GET', `/api/agents/${agentUid}/notifications`, { key: org.key });
+              const items = res.body.data.items as Record<string, unknown>[];
+              return items.every((n) => n.delivery_status === 'sent') && items;
+            },
+            'the retries to post',
+            30_000,
+          );
+        const sent = [
+          ...(await posted(ok.uid)),
+          ...(await posted(bad.uid)),
+          ...(await posted(collector.uid)),
+        ];
+        for (const note of sent) {
+          expect(note).toMatchObject({ delivery_error: null, delivery_attempts: 2, next_attempt_at: null });
+        }
       }
     });
   }
@@ -364,7 +418,6 @@ describe('without SLACK_BOT_TOKEN', () => {
       email: `plain-${tag()}@plain.test`,
     });
     const key = init.api_key;
-    const before = slack.requests.length;
     const agent = await createAgent(plain, key, {
       status: 'active',
       agent_type: 'note_ok',
@@ -377,7 +430,7 @@ describe('without SLACK_BOT_TOKEN', () => {
       { event: 'outcome', channel_id: 'C0NOWHERE', delivery_status: 'recorded', delivered_at: null },
     ]);
     expect(res.body.data.items[0].text).toContain(agent.name);
-    expect(slack.requests.length).toBe(before);
+    expect(slack.requests.filter((q) => JSON.stringify(q.params).includes('C0NOWHERE'))).toEqual([]);
   });
 
   it("an agent without settings names the organization's channel, unchecked, and is only recorded", async () => {
@@ -386,7 +439,6 @@ describe('without SLACK_BOT_TOKEN', () => {
       email: `plain-${tag()}@plain.test`,
     });
     const key = init.api_key;
-    const before = slack.requests.length;
     const set = await call(plain.app, 'PATCH', `/api/organization/${init.organization_uid}/settings`, {
       key,
       body: { slack_channel_id: 'C0NOWHERE' },
@@ -399,7 +451,7 @@ describe('without SLACK_BOT_TOKEN', () => {
       return res.body.data.items.length > 0 && res.body.data.items;
     }, 'the note');
     expect(notes).toMatchObject([{ event: 'outcome', channel_id: 'C0NOWHERE', delivery_status: 'recorded' }]);
-    expect(slack.requests.length).toBe(before);
+    expect(slack.requests.filter((q) => JSON.stringify(q.params).includes('C0NOWHERE'))).toEqual([]);
   });
 });
 
@@ -425,7 +477,9 @@ describe('the daily digest', () => {
     const chat = createChatClient(t.config.chat);
     const before = slack.requestsFor('chat.postMessage').length;
 
-    expect(await sendDigests({ db: t.db, chat })).toBe(2);
+    expect(await sendDigests({ db: t.db, chat, jobs: t.deps.jobs })).toBe(2);
+    // Posted by their jobs, after the digest's transaction.
+    await until(async () => postsSince(before).length >= 2, 'the digests to be posted');
     const digests = postsSince(before).map((q) => String(q.params.text));
     expect(digests).toHaveLength(2);
     const ofDaily = digests.find((text) => text.includes(daily.name))!;
@@ -444,16 +498,23 @@ describe('the daily digest', () => {
         .where(and(eq(agentNotifications.organizationUid, org.uid), eq(agentNotifications.event, 'digest')));
 
     // Again within 20 hours (a repeated job, two at once): nothing more.
-    expect(await sendDigests({ db: t.db, chat })).toBe(0);
+    expect(await sendDigests({ db: t.db, chat, jobs: t.deps.jobs })).toBe(0);
     await age(19);
-    expect(await Promise.all([sendDigests({ db: t.db, chat }), sendDigests({ db: t.db, chat })])).toEqual([
-      0, 0,
-    ]);
+    expect(
+      await Promise.all([
+        sendDigests({ db: t.db, chat, jobs: t.deps.jobs }),
+        sendDigests({ db: t.db, chat, jobs: t.deps.jobs }),
+      ]),
+    ).toEqual([0, 0]);
     expect(postsSince(before)).toHaveLength(2);
     // The next day: one more each, even when two jobs overlap.
     await age(2);
-    const overlapping = await Promise.all([sendDigests({ db: t.db, chat }), sendDigests({ db: t.db, chat })]);
+    const overlapping = await Promise.all([
+      sendDigests({ db: t.db, chat, jobs: t.deps.jobs }),
+      sendDigests({ db: t.db, chat, jobs: t.deps.jobs }),
+    ]);
     expect(overlapping[0]! + overlapping[1]!).toBe(2);
+    await until(async () => postsSince(before).length >= 4, 'the next day’s digests');
     expect(postsSince(before)).toHaveLength(4);
     expect(await listNotes(daily.uid, org.key, '?event=digest')).toHaveLength(2);
 
@@ -464,7 +525,7 @@ describe('the daily digest', () => {
     });
     expect(off.status, off.raw).toBe(200);
     await age(21);
-    expect(await sendDigests({ db: t.db, chat })).toBe(1);
+    expect(await sendDigests({ db: t.db, chat, jobs: t.deps.jobs })).toBe(1);
 
     const [schedule] = await rawQuery<{ cron: string; timezone: string }>(
       t.db,
@@ -633,11 +694,24 @@ describe('user text in Slack messages', () => {
     });
     expect(res.status, res.raw).toBe(201);
     await until(async () => postsSince(before).length > 0, 'the approval_required post');
-    const posted = JSON.stringify(postsSince(before).map((r) => r.body));
+    const [request] = postsSince(before);
+    const posted = String(request!.params.text);
     expect(posted).toContain('&lt;!channel&gt;');
     expect(posted).toContain('&lt;https://evil.test|click here&gt;');
     expect(posted).toContain('&amp;');
     expect(posted).not.toMatch(/<!channel>|<https:\/\/evil/);
+    // Inside the blocks the text is `plain_text`, which Slack never parses for mentions or links.
+    const texts: { type: string; text: string }[] = [];
+    JSON.stringify(request!.params.blocks, (key, value: unknown) => {
+      if (key === 'text' && value && typeof value === 'object')
+        texts.push(value as { type: string; text: string });
+      return value;
+    });
+    expect(texts.length).toBeGreaterThan(0);
+    expect(new Set(texts.map((x) => x.type))).toEqual(new Set(['plain_text']));
+    expect(texts.map((x) => x.text).join('\n')).toContain(
+      'Pay <!channel> & <https://evil.test|click here> now',
+    );
     // What the API shows is the text as written: escaping is Slack's format, not the record's.
     const notes = await listNotes(agent.uid, org.key);
     expect(notes.map((n) => n.text).join('\n')).toContain('<!channel>');

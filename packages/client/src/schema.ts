@@ -1584,6 +1584,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/slack/interactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Slack's interactivity Request URL: Approve and Reject clicks on approval messages, and the reject reason modal (signed by Slack) */
+        post: operations["receiveSlackInteraction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/storage/{bucket}/{key}": {
         parameters: {
             query?: never;
@@ -1638,7 +1655,7 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
@@ -3743,6 +3760,23 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "invalid_parameter" | "unknown_parameter";
+                };
+            };
+        };
+        /**
+         * @description Unauthorized: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_signature`: a request to Slack's interactivity endpoint that Slack did not sign with the app's signing secret, is older than five minutes, or was received before
+         */
+        InvalidSignatureOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_signature";
                 };
             };
         };
@@ -8972,9 +9006,12 @@ export interface operations {
                                 event: string;
                                 channel_id: string | null;
                                 text: string;
-                                /** @description recorded (no chat configured), pending, sent or failed */
+                                /** @description recorded (nothing to post), pending (to be posted; retried while Slack is down or rate-limiting), sent or failed */
                                 delivery_status: string;
                                 delivery_error: string | null;
+                                /** @description posts tried so far */
+                                delivery_attempts: number;
+                                next_attempt_at: string | null;
                                 run_uid: string | null;
                                 task_uid: string | null;
                                 invoice_uid: string | null;
@@ -11359,6 +11396,54 @@ export interface operations {
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    receiveSlackInteraction: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                "x-slack-request-timestamp"?: string;
+                "x-slack-signature"?: string;
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /** @description The form Slack posts: `payload=<JSON>` */
+        requestBody: {
+            content: {
+                "application/x-www-form-urlencoded": string;
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        response_action?: "errors";
+                        errors?: {
+                            [key: string]: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnPublicRoute"];
+            401: components["responses"]["InvalidSignatureOnPublicRoute"];
+            404: components["responses"]["NotFoundOnPublicRoute"];
+            413: components["responses"]["PayloadTooLargeOnPublicRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
+            422: components["responses"]["ValidationFailedOnPublicRoute"];
+            500: components["responses"]["InternalErrorOnPublicRoute"];
+            503: components["responses"]["ServiceUnavailableOnPublicRoute"];
+            507: components["responses"]["StorageFullOnPublicRoute"];
         };
     };
     downloadStorageObject: {

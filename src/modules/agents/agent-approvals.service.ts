@@ -51,7 +51,7 @@ export async function raiseAgentApproval(
     view.context_entities as { entity_type: string; entity_uid: string; invoice_number?: string }[]
   ).find((e) => e.entity_type === 'invoice');
   await notify(
-    { db, chat: deps.chat },
+    { db, chat: deps.chat, jobs: deps.jobs },
     {
       agent,
       event: 'approval_required',

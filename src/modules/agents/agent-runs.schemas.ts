@@ -119,8 +119,13 @@ export const Notification = Type.Object({
   event: Type.String(),
   channel_id: Nullable(Type.String()),
   text: Type.String(),
-  delivery_status: Type.String({ description: 'recorded (no chat configured), pending, sent or failed' }),
-  delivery_error: Nullable(Type.String()),
+  delivery_status: Type.String({
+    description:
+      'recorded (nothing to post), pending (to be posted; retried while Slack is down or rate-limiting), sent or failed',
+  }),
+  delivery_error: Nullable(Type.String({ description: 'why the last attempt failed (also while pending)' })),
+  delivery_attempts: Type.Integer({ minimum: 0, description: 'posts tried so far' }),
+  next_attempt_at: Nullable(DateTime),
   run_uid: Nullable(Uuid),
   task_uid: Nullable(Uuid),
   invoice_uid: Nullable(Uuid),

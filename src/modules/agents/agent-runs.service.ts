@@ -379,7 +379,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
       usage.total_tokens += u.total_tokens;
     },
   };
-  const notifyDeps = { db: env.db, chat: env.chat };
+  const notifyDeps = { db: env.db, chat: env.chat, jobs: env.jobs };
   try {
     // The agent may have been paused, or the run cancelled, while the job waited in the queue.
     await step.checkpoint();

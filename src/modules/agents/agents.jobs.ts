@@ -9,6 +9,16 @@ import {
 } from './agent-runs.service.ts';
 import { AGENT_SCHEDULE_QUEUE, runDueSchedules } from './agent-schedules.ts';
 import { sendDigests } from './notifications.service.ts';
+import {
+  CHAT_DELIVERY_QUEUE,
+  CHAT_REFRESH_QUEUE,
+  CHAT_SWEEP_QUEUE,
+  deliverNotification,
+  refreshApprovalMessages,
+  sweepStrandedDeliveries,
+  type DeliveryJobData,
+  type RefreshJobData,
+} from './notification-delivery.ts';
 
 export const AGENT_DIGEST_QUEUE = 'remit.agent.digest';
 export const AGENT_MAINTENANCE_QUEUE = 'remit.agent.maintenance';
@@ -38,7 +48,7 @@ export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): 
   });
   await jobs.schedule(AGENT_SCHEDULE_QUEUE, '* * * * *');
   await jobs.define(AGENT_DIGEST_QUEUE, async () => {
-    const sent = await sendDigests({ db: database.db, chat: deps.clients.chat });
+    const sent = await sendDigests({ db: database.db, chat: deps.clients.chat, jobs });
     log.info({ digests: sent }, 'agent digests');
   });
   await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
@@ -48,4 +58,30 @@ export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): 
     if (abandoned > 0) log.info({ abandoned_runs_failed: abandoned }, 'abandoned agent runs failed');
   });
   await jobs.schedule(AGENT_MAINTENANCE_QUEUE, '17 * * * *');
+
+  // Chat posts (docs/agents.md#notifications): one job per post, retried by the post's own count.
+  const deliveryDeps = {
+    db: database.db,
+    chat: deps.clients.chat,
+    jobs,
+    publicBaseUrl: deps.config.publicBaseUrl,
+  };
+  // Longer than a post's lease: a job whose worker died is retried only once its attempt counts as cut short.
+  await jobs.define<DeliveryJobData>(
+    CHAT_DELIVERY_QUEUE,
+    async (data) => {
+      const result = await deliverNotification(deliveryDeps, data);
+      if (result === 'retry' || result === 'failed')
+        log.warn({ notification_uid: data.notification_uid, result }, 'chat post not delivered');
+    },
+    { expireInSeconds: 180 },
+  );
+  await jobs.define<RefreshJobData>(CHAT_REFRESH_QUEUE, async (data) => {
+    await refreshApprovalMessages(deliveryDeps, data);
+  });
+  await jobs.define(CHAT_SWEEP_QUEUE, async () => {
+    const swept = await sweepStrandedDeliveries(deliveryDeps);
+    if (swept > 0) log.warn({ swept }, 'chat posts without a job enqueued again');
+  });
+  await jobs.schedule(CHAT_SWEEP_QUEUE, '* * * * *');
 }

@@ -163,6 +163,12 @@ export const agentNotifications = pgTable(
     externalId: text('external_id'),
     deliveredAt: at('delivered_at'),
     createdAt: at('created_at').notNull().defaultNow(),
+    /** Posts tried so far (migration 0027): a delivery job's, each one. */
+    attempts: integer('attempts').notNull().default(0),
+    /** When a pending post is next tried: Slack's Retry-After, or backoff. */
+    nextAttemptAt: at('next_attempt_at'),
+    /** Set while a post is under way: a retry after a crash first looks for what that attempt posted. */
+    attemptStartedAt: at('attempt_started_at'),
   },
   (t) => [
     index('agent_notifications_agent_idx').on(t.organizationUid, t.agentUid, t.createdAt.desc(), t.uid),
@@ -170,5 +176,12 @@ export const agentNotifications = pgTable(
     index('agent_notifications_run_idx')
       .on(t.organizationUid, t.runUid, t.createdAt.desc(), t.uid)
       .where(sql`run_uid is not null`),
+    // Migration 0027: the pending sweep, and a task's approval messages.
+    index('agent_notifications_pending_idx')
+      .on(t.nextAttemptAt, t.createdAt)
+      .where(sql`delivery_status = 'pending'`),
+    index('agent_notifications_task_idx')
+      .on(t.organizationUid, t.taskUid)
+      .where(sql`task_uid is not null`),
   ],
 );

@@ -236,7 +236,7 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
     );
   }
   await notify(
-    { db: env.db, chat: env.chat },
+    { db: env.db, chat: env.chat, jobs: env.jobs },
     {
       agent,
       event: 'action_taken',
@@ -319,7 +319,7 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
   const skipped: Skip[] = [];
   let checked = 0;
   if (!tool) return { checked, approvals, sent, skipped };
-  const notifyDeps = { db: env.db, chat: env.chat };
+  const notifyDeps = { db: env.db, chat: env.chat, jobs: env.jobs };
   // `max_invoices` bounds the invoices acted on: those the agent must leave alone (an approval
   // already open, a reminder sent lately) do not use it up, so newer overdue invoices get their turn.
   for await (const invoice of overdueInvoices(env.db, agent.organizationUid, now)) {
@@ -383,7 +383,7 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
       await notify(notifyDeps, {
         agent,
         event: 'approval_required',
-        text: `${agent.name} needs approval: ${facts}. Task "${title}" (${env.config.publicBaseUrl}/api/work-tasks/${task.uid}) holds the reminder to ${client.email}.`,
+        text: `${agent.name} needs approval: ${facts}. Task "${title}" (${env.config.publicBaseUrl}/app/inbox/${task.uid}) holds the reminder to ${client.email}.`,
         runUid: run.uid,
         taskUid: task.uid,
         invoiceUid: invoice.uid,

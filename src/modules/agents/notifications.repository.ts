@@ -1,4 +1,4 @@
-import { and, count, desc, eq, gte, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, gte, isNotNull, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { agentNotifications, type NotificationEvent } from './agents.tables.ts';
 
@@ -12,6 +12,102 @@ export async function insertNotification(
   return row!;
 }
 
+export async function findNotification(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  options: { forUpdate?: boolean } = {},
+): Promise<NotificationRow | undefined> {
+  const query = db
+    .select()
+    .from(agentNotifications)
+    .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)));
+  const [row] = options.forUpdate ? await query.for('update') : await query;
+  return row;
+}
+
+/** Marks a post under way: one more attempt, started now (by the database's clock when none is given). */
+export async function startAttempt(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  at: Date,
+): Promise<NotificationRow | undefined> {
+  const [row] = await db
+    .update(agentNotifications)
+    .set({ attempts: sql`${agentNotifications.attempts} + 1`, attemptStartedAt: at })
+    .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)))
+    .returning();
+  return row;
+}
+
+/** A post that will be tried again at `at` (still `pending`, with the last error). */
+export async function scheduleRetry(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  values: { deliveryError: string; nextAttemptAt: Date },
+): Promise<NotificationRow | undefined> {
+  const [row] = await db
+    .update(agentNotifications)
+    .set({ ...values, attemptStartedAt: null })
+    .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)))
+    .returning();
+  return row;
+}
+
+/**
+ * Pending posts nobody is working on: due before `dueBefore` (never scheduled, or their retry time
+ * long past) and with no attempt under way since `quietSince`. Across organizations: the sweep is the
+ * service's own work, and each row names its organization.
+ */
+export async function listStrandedPending(
+  db: DbOrTx,
+  dueBefore: Date,
+  quietSince: Date,
+  limit: number,
+): Promise<Pick<NotificationRow, 'uid' | 'organizationUid'>[]> {
+  return rawQuery(
+    db,
+    `select uid, organization_uid as "organizationUid" from agent_notifications
+      where delivery_status = 'pending'
+        and coalesce(next_attempt_at, created_at) < $1
+        and (attempt_started_at is null or attempt_started_at < $2)
+      order by coalesce(next_attempt_at, created_at)
+      limit $3`,
+    [dueBefore.toISOString(), quietSince.toISOString(), limit],
+  );
+}
+
+/** Marks stranded posts as picked up by the sweep, so the next sweep does not enqueue them again. */
+export async function markSwept(db: DbOrTx, organizationUid: string, uid: string, at: Date): Promise<void> {
+  await db
+    .update(agentNotifications)
+    .set({ nextAttemptAt: at })
+    .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)));
+}
+
+/** The posted approval messages about a task (to update in place once it changes). */
+export async function listPostedAbout(
+  db: DbOrTx,
+  organizationUid: string,
+  taskUid: string,
+): Promise<NotificationRow[]> {
+  return db
+    .select()
+    .from(agentNotifications)
+    .where(
+      and(
+        eq(agentNotifications.organizationUid, organizationUid),
+        eq(agentNotifications.taskUid, taskUid),
+        eq(agentNotifications.event, 'approval_required'),
+        eq(agentNotifications.deliveryStatus, 'sent'),
+        isNotNull(agentNotifications.externalId),
+      ),
+    )
+    .orderBy(agentNotifications.createdAt);
+}
+
 export async function recordDelivery(
   db: DbOrTx,
   organizationUid: string,
@@ -20,7 +116,12 @@ export async function recordDelivery(
 ): Promise<NotificationRow | undefined> {
   const [row] = await db
     .update(agentNotifications)
-    .set({ ...values, deliveredAt: values.deliveryStatus === 'sent' ? sql`now()` : null })
+    .set({
+      ...values,
+      deliveredAt: values.deliveryStatus === 'sent' ? sql`now()` : null,
+      attemptStartedAt: null,
+      nextAttemptAt: null,
+    })
     .where(and(eq(agentNotifications.organizationUid, organizationUid), eq(agentNotifications.uid, uid)))
     .returning();
   return row;

@@ -1,6 +1,7 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
-import { afterCommit } from '../../platform/db/request-scope.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
+import { enqueueDelivery } from './notification-delivery.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, listAgentsWithDigest, type AgentRow } from './agents.repository.ts';
@@ -24,6 +25,7 @@ const DEFAULT_SWITCHES: Record<NotificationEvent, boolean> = {
 export interface NotifyDeps {
   db: Db;
   chat: ChatClient;
+  jobs: Jobs;
 }
 
 export interface Notice {
@@ -42,19 +44,16 @@ export function isSwitchedOn(agent: AgentRow, event: NotificationEvent): boolean
 }
 
 /**
- * Records an agent event and, when a chat service and a channel are configured, posts it. Switched-off
- * events are neither recorded nor posted. A delivery failure is recorded on the notification and never
- * thrown: a broken chat must not fail the work it reports on.
+ * Records an agent event and, when a chat service and a channel are configured, enqueues its post in
+ * the same transaction: the post happens after commit, in a job, retried while Slack is down or
+ * rate-limiting (docs/agents.md#notifications). Switched-off events are neither recorded nor posted.
  */
 export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.NotificationRow | null> {
-  const row = await recordNotice(deps.db, deps.chat, notice);
-  if (!row) return null;
-  // Posted once the notification's writes have committed (at once outside a request's unit of work).
-  let delivered = row;
-  await afterCommit(async () => {
-    delivered = await deliver(deps, row);
+  return deps.db.transaction(async (tx) => {
+    const row = await recordNotice(tx, deps.chat, notice);
+    if (row?.deliveryStatus === 'pending') await enqueueDelivery(tx, deps.jobs, row);
+    return row;
   });
-  return delivered;
 }
 
 /**
@@ -94,29 +93,6 @@ async function channelOf(db: DbOrTx, agent: AgentRow): Promise<string | null> {
   return organizationSlackChannel(db, agent.organizationUid);
 }
 
-/** Posts a `pending` notification and records how that went; never throws for a chat failure. */
-async function deliver(deps: NotifyDeps, row: repo.NotificationRow): Promise<repo.NotificationRow> {
-  if (row.deliveryStatus !== 'pending' || row.channelId === null) return row;
-  try {
-    const externalId = await deps.chat.postMessage(row.channelId, row.text);
-    return (
-      (await repo.recordDelivery(deps.db, row.organizationUid, row.uid, {
-        deliveryStatus: 'sent',
-        deliveryError: null,
-        externalId,
-      })) ?? row
-    );
-  } catch (error) {
-    return (
-      (await repo.recordDelivery(deps.db, row.organizationUid, row.uid, {
-        deliveryStatus: 'failed',
-        deliveryError: error instanceof Error ? error.message : String(error),
-        externalId: null,
-      })) ?? row
-    );
-  }
-}
-
 export function toNotificationView(row: repo.NotificationRow) {
   return {
     uid: row.uid,
@@ -126,6 +102,8 @@ export function toNotificationView(row: repo.NotificationRow) {
     text: row.text,
     delivery_status: row.deliveryStatus,
     delivery_error: row.deliveryError,
+    delivery_attempts: row.attempts,
+    next_attempt_at: row.deliveryStatus === 'pending' ? row.nextAttemptAt : null,
     run_uid: row.runUid,
     task_uid: row.taskUid,
     invoice_uid: row.invoiceUid,
@@ -155,7 +133,7 @@ export async function listNotifications(
 /**
  * The daily digest: for every agent with `digest` switched on, one summary of the last 24 hours. A
  * second call within 20 hours sends nothing, so a repeated or overlapping job cannot double it: the
- * check and the digest's row are written under the agent's lock, and posted after it is released.
+ * check, the digest's row and its post's job are written under the agent's lock.
  */
 export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Promise<number> {
   const candidates = await listAgentsWithDigest(deps.db);
@@ -168,14 +146,15 @@ export async function sendDigests(deps: NotifyDeps, now: Date = new Date()): Pro
       if (!agent || !isSwitchedOn(agent, 'digest')) return null;
       if (await repo.hasNotificationSince(tx, agent.organizationUid, agent.uid, 'digest', recent))
         return null;
-      return recordNotice(tx, deps.chat, {
+      const digest = await recordNotice(tx, deps.chat, {
         agent,
         event: 'digest',
         text: await digestText(tx, agent, since),
       });
+      if (digest?.deliveryStatus === 'pending') await enqueueDelivery(tx, deps.jobs, digest);
+      return digest;
     });
     if (!row) continue;
-    await deliver(deps, row);
     sent += 1;
   }
   return sent;

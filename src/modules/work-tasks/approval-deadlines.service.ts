@@ -1,5 +1,6 @@
 import type { Config } from '../../config.ts';
-import type { ChatClient } from '../../platform/chat/chat.ts';
+import { approvalChanged } from './approval-state.service.ts';
+import { ChatDeliveryError, chatRetryDelaySeconds, type ChatClient } from '../../platform/chat/chat.ts';
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import type { MailTransports } from '../../platform/mail/mailer.ts';
@@ -88,6 +89,7 @@ async function expireApproval(tx: DbOrTx, jobs: Jobs, due: repo.DueTask, now: Da
     }),
   ]);
   const view = await viewTask(tx, expired);
+  await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'decided' });
   await emitEvent(tx, jobs, { organizationUid: org }, 'work_task.approval_decided', taskEntity(expired), {
     work_task: view,
     decision: 'expired',
@@ -101,6 +103,8 @@ export interface EscalationNoticeData {
   task_uid: string;
   user_uid?: string;
   channel_id?: string;
+  /** The how-manieth post of a channel notice this is (Slack's temporary refusals are tried again). */
+  attempt?: number;
 }
 
 /**
@@ -174,6 +178,7 @@ export interface NoticeDeps {
   config: Pick<Config, 'mailFrom' | 'publicBaseUrl'>;
   mail: MailTransports;
   chat: ChatClient;
+  jobs: Jobs;
 }
 
 /**
@@ -185,7 +190,7 @@ export interface NoticeDeps {
 export async function sendEscalationNotice(
   deps: NoticeDeps,
   data: EscalationNoticeData,
-): Promise<'sent' | 'skipped'> {
+): Promise<'sent' | 'skipped' | 'retry'> {
   const org = data.organization_uid;
   const task = await repo.findTask(deps.db, [org], data.task_uid);
   if (!task || task.resolution) return 'skipped';
@@ -203,11 +208,31 @@ export async function sendEscalationNotice(
   }
   if (data.channel_id) {
     if (deps.chat.kind === 'none') return 'skipped';
-    await deps.chat.postMessage(data.channel_id, text);
+    try {
+      await deps.chat.postMessage(data.channel_id, text);
+    } catch (error) {
+      // Slack's "not now" (429 with Retry-After, 5xx, a timeout): this notice again, when Slack says.
+      const attempt = data.attempt ?? 1;
+      if (!(error instanceof ChatDeliveryError) || !error.transient || attempt >= MAX_CHANNEL_ATTEMPTS)
+        throw error;
+      const startAfter = new Date(Date.now() + chatRetryDelaySeconds(attempt, error) * 1000);
+      await deps.db.transaction((tx) =>
+        deps.jobs.enqueue<EscalationNoticeData>(
+          tx,
+          ESCALATION_NOTICE_QUEUE,
+          { ...data, attempt: attempt + 1 },
+          { startAfter, retryLimit: 0 },
+        ),
+      );
+      return 'retry';
+    }
     return 'sent';
   }
   return 'skipped';
 }
+
+/** Posts of one escalation notice to a channel before it is given up (Slack kept refusing). */
+const MAX_CHANNEL_ATTEMPTS = 8;
 
 async function noticeText(deps: NoticeDeps, task: repo.TaskRow): Promise<string> {
   const org = task.organizationUid;

@@ -139,6 +139,22 @@ export async function findApprover(db: DbOrTx, organizationUid: string, userUid:
 }
 export type ApproverRow = NonNullable<Awaited<ReturnType<typeof findApprover>>>;
 
+/** The member of the organization with this email (stored lower-case, as `users.email` always is). */
+export async function findApproverUidByEmail(
+  db: DbOrTx,
+  organizationUid: string,
+  email: string,
+): Promise<string | undefined> {
+  const [row] = await db
+    .select({ userUid: users.uid })
+    .from(memberships)
+    .innerJoin(users, eq(users.uid, memberships.userUid))
+    .where(
+      and(eq(memberships.organizationUid, organizationUid), eq(users.email, email.trim().toLowerCase())),
+    );
+  return row?.userUid;
+}
+
 /**
  * Records that the link `jti` decided. Undefined when it already had: a second use, or a concurrent
  * first one (which waits on the first's row until that commits or rolls back).

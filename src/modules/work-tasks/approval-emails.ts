@@ -90,11 +90,12 @@ export async function approverContext(
   db: DbOrTx,
   link: { organizationUid: string; userUid: string; jti: string },
   origin: CallOrigin,
+  credentialKind: 'approval_link' | 'slack' = 'approval_link',
 ): Promise<{ ctx: RequestContext; approver: repo.ApproverRow } | undefined> {
   const approver = await repo.findApprover(db, link.organizationUid, link.userUid);
   if (!approver) return undefined;
   const principal: Principal = {
-    credential: { kind: 'approval_link', uid: link.jti, organizationUid: link.organizationUid },
+    credential: { kind: credentialKind, uid: link.jti, organizationUid: link.organizationUid },
     scopes: null,
     user: {
       uid: approver.userUid,
@@ -123,4 +124,23 @@ export async function approverContext(
       clientAddress: origin.clientAddress,
     },
   };
+}
+
+/**
+ * The request context of the organization's member with this email (a Slack user matched by the
+ * address Slack confirmed; docs/slack.md#who-clicked), or undefined when no member has it.
+ */
+export async function approverContextByEmail(
+  db: DbOrTx,
+  who: { organizationUid: string; email: string; slackUserId: string },
+  origin: CallOrigin,
+): Promise<{ ctx: RequestContext; approver: repo.ApproverRow } | undefined> {
+  const userUid = await repo.findApproverUidByEmail(db, who.organizationUid, who.email);
+  if (!userUid) return undefined;
+  return approverContext(
+    db,
+    { organizationUid: who.organizationUid, userUid, jti: who.slackUserId },
+    origin,
+    'slack',
+  );
 }

@@ -31,6 +31,7 @@ export async function registerWorkTaskJobs(deps: JobDeps, log: FastifyBaseLogger
     config: deps.config,
     mail: deps.clients.mail,
     chat: deps.clients.chat,
+    jobs,
   };
   await jobs.define<EscalationNoticeData>(ESCALATION_NOTICE_QUEUE, async (data) => {
     const outcome = await sendEscalationNotice(noticeDeps, data);

@@ -7,6 +7,7 @@ import { findAgent, type AgentRow } from '../agents/agents.service.ts';
 import { requestRun, runBlocker } from '../agents/agent-runs.service.ts';
 import { visibleInOrganization } from '../invoices/invoice-access.ts';
 import * as repo from './work-tasks.repository.ts';
+import { approvalChanged } from './approval-state.service.ts';
 import type {
   AssignInputT,
   ContextEntityInputT,
@@ -605,8 +606,7 @@ async function resolveApproval(
     'A hil_approval task takes only the resolve fields (action, tool_args, resolution_note)',
   );
   if (!body.action) throw validationFailed('action', 'action is required: approve or reject');
-  if (task.resolution)
-    throw new AppError('already_resolved', `This approval was already resolved (${task.resolution})`);
+  if (task.resolution) throw new AppError('already_resolved', await alreadyDecidedText(tx, task));
   const approve = body.action === 'approve';
   if (!approve && body.tool_args !== undefined)
     throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
@@ -657,7 +657,13 @@ async function resolveApproval(
       );
     approvals = await repo.countApprovals(tx, org, task.uid);
     if (approvals < required)
-      return recordPartialApproval(tx, ctx, task, body, { toolArgs, edited, approvals, required, discarded });
+      return recordPartialApproval(tx, jobs, ctx, task, body, {
+        toolArgs,
+        edited,
+        approvals,
+        required,
+        discarded,
+      });
   }
 
   const resolved = await repo.resolveTask(tx, org, task.uid, {
@@ -707,11 +713,23 @@ async function resolveApproval(
       });
   }
   const view = await viewOf(tx, resolved);
+  await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'decided' });
   await emitEvent(tx, jobs, ctx, 'work_task.approval_decided', taskEntity(task), {
     work_task: view,
     decision: body.action,
   });
   return warning ? { ...view, _warning: warning } : view;
+}
+
+/**
+ * Who won, for the one who lost a race (a click in Slack and one in the console at the same moment):
+ * "This approval was already approved by Grace Hopper at 2026-11-26T10:03:00.000Z".
+ */
+async function alreadyDecidedText(tx: DbOrTx, task: TaskRow): Promise<string> {
+  const [by] = task.resolvedByUserUid ? await repo.loadUsers(tx, [task.resolvedByUserUid]) : [];
+  const who = by ? ` by ${by.fullName || by.email}` : '';
+  const when = task.resolvedAt ? ` at ${task.resolvedAt.toISOString()}` : '';
+  return `This approval was already ${task.resolution}${who}${when}`;
 }
 
 /** The caller's role in the task's organization (which need not be the call's default one). */
@@ -757,6 +775,7 @@ async function refuseEditThatChangesPolicy(
  */
 async function recordPartialApproval(
   tx: DbOrTx,
+  jobs: Jobs,
   ctx: RequestContext,
   task: TaskRow,
   body: PatchTaskBodyT,
@@ -791,6 +810,7 @@ async function recordPartialApproval(
     after: { ...updated, approvals: state.approvals },
     options: { omit: TASK_NOISE },
   });
+  await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'vote' });
   return viewOf(tx, updated);
 }
 

@@ -21,10 +21,11 @@ export interface Membership {
 
 /**
  * What authenticated a call: an API key, a person's sign-in session (docs/people.md), an emailed
- * approval link (its `jti`; docs/approval-emails.md), or the service itself acting for a background job.
+ * approval link (its `jti`; docs/approval-emails.md), a click in Slack (the Slack user's id; docs/slack.md),
+ * or the service itself acting for a background job.
  */
 export interface Credential {
-  kind: 'api_key' | 'session' | 'approval_link' | 'system';
+  kind: 'api_key' | 'session' | 'approval_link' | 'slack' | 'system';
   uid: string;
   /**
    * The organization the credential's own records (idempotency) are kept under: a key's organization; a

@@ -11,6 +11,7 @@ export const ERROR_CODES = {
   unauthorized: 401,
   invalid_credentials: 401,
   second_factor_missing: 401,
+  invalid_signature: 401,
   forbidden: 403,
   not_a_member: 403,
   missing_scope: 403,

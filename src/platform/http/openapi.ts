@@ -426,6 +426,11 @@ export const API_TAGS = [
       'Endpoints that receive signed events, their delivery log, and the events of the last 30 days (docs/webhooks.md).',
   },
   {
+    name: 'Slack',
+    description:
+      'Slack’s interactivity endpoint: approval buttons and the reject modal, signed by Slack (docs/slack.md).',
+  },
+  {
     name: 'Storage',
     description:
       'The embedded object store’s S3-compatible download and upload endpoints, reached through presigned URLs and forms (docs/storage.md).',
@@ -447,6 +452,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   unauthorized: 'no valid API key or session: missing, malformed, unknown, expired or revoked',
   invalid_credentials: 'the email and password (or the TOTP code) are not right',
   second_factor_missing: 'the password was right and the account has a second factor: send `totp_code` too',
+  invalid_signature:
+    "a request to Slack's interactivity endpoint that Slack did not sign with the app's signing secret, is older than five minutes, or was received before",
   forbidden: 'the caller’s role or key may not do this here',
   not_a_member: 'an `organization_uid` of an organization the caller does not belong to',
   missing_scope: 'the key lacks this operation’s scope, or the caller’s role does not allow it',
