@@ -16,7 +16,12 @@ import {
   frameworkErrorHandler,
   registerErrorHandling,
 } from './platform/http/error-handler.ts';
-import { applyQueryRules, BODY_LIMITS } from './platform/http/route-rules.ts';
+import {
+  applyQueryRules,
+  BODY_LIMITS,
+  scopeRuleProblems,
+  type RouteAccess,
+} from './platform/http/route-rules.ts';
 import { schemaCompiler } from './platform/http/validation.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
@@ -225,13 +230,15 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     });
   }
 
-  // Every route as registered, so a test can prove the OpenAPI document leaves none out.
-  const routeList: { method: string; url: string }[] = [];
+  // Every route as registered, so a test can prove the OpenAPI document leaves none out (and how it is
+  // reached: the scope rule, route-rules.ts).
+  const routeList: RouteAccess[] = [];
   app.decorate('routeList', routeList);
   app.addHook('onRoute', (route) => {
     applyQueryRules(route);
     for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
-      routeList.push({ method: String(method), url: route.url });
+      const { public: isPublic, scope } = route.config ?? {};
+      routeList.push({ method: String(method), url: route.url, public: isPublic, scope });
     }
   });
 
@@ -378,6 +385,14 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   for (const module of MODULES) {
     for (const routes of module.routes ?? []) await routes(app, deps);
   }
+  // Every API route that takes a credential declares the scope a key needs, or is listed with the reason
+  // it needs none (UNSCOPED_ROUTES): one that forgot would be open to a key of any scope.
+  const { undeclared } = scopeRuleProblems(routeList);
+  if (undeclared.length > 0) {
+    throw new Error(
+      `API routes without a scope (give each config.scope, or list it with the reason in UNSCOPED_ROUTES, src/platform/http/route-rules.ts): ${undeclared.join(', ')}`,
+    );
+  }
   // With a metrics port of its own, the API's port does not serve them (server.ts starts that one).
   const { token, port } = deps.config.metrics;
   if (metrics.enabled && token !== undefined && port === undefined) metricsRoute(app, metrics, token);
@@ -398,7 +413,7 @@ declare module 'fastify' {
     /** Requests held by `GET /api/work-tasks/{uid}?wait=N` until the approval is decided. */
     taskWaiters: TaskStatusWaiters;
     diskSpace: DiskSpaceGuard;
-    routeList: { method: string; url: string }[];
+    routeList: RouteAccess[];
     compileSchemas(): void;
   }
 }

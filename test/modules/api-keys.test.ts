@@ -179,6 +179,7 @@ describe('GET /api/api-keys/scopes', () => {
     expect(items.every((s) => s.description.length > 0)).toBe(true);
     expect(items.filter((s) => s.admin_only).map((s) => s.scope)).toEqual([
       'agents:token_usage',
+      'organization:write',
       'audit:read',
       'members:read',
       'members:write',

@@ -225,7 +225,7 @@ describe('approving a payable', () => {
     expectErrorBody(
       await call(t.app, 'PATCH', settings, { key: member, body: { segregation_of_duties: true } }),
       403,
-      'forbidden',
+      'missing_scope',
     );
     const on = await call(t.app, 'PATCH', settings, { key: admin, body: { segregation_of_duties: true } });
     expect(on.status, on.raw).toBe(200);

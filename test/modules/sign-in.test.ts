@@ -152,7 +152,7 @@ describe('roles with a session are the roles with a key', () => {
     expectErrorBody(
       await member.call('PATCH', url, { body: { segregation_of_duties: false } }),
       403,
-      'forbidden',
+      'missing_scope',
     );
     expect((await admin.call('PATCH', url, { body: { segregation_of_duties: false } })).status).toBe(200);
     // Another organization's data stays invisible.

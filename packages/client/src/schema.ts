@@ -2541,7 +2541,7 @@ export interface components {
         };
         CreateApiKeyBody: {
             name: string;
-            /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, audit:read, members:read, members:write, webhooks:read, webhooks:write */
+            /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, organization:read, organization:write, audit:read, members:read, members:write, webhooks:read, webhooks:write */
             scopes?: string[];
             expires_in_days?: number;
             /** Format: uuid */
@@ -3470,29 +3470,6 @@ export interface components {
          *
          *     - `forbidden`: the caller’s role or key may not do this here
          *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
-         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
-         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
-         */
-        ForbiddenOrNotAMemberOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "forbidden" | "not_a_member" | "csrf_failed" | "second_factor_required";
-                };
-            };
-        };
-        /**
-         * @description Forbidden: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `forbidden`: the caller’s role or key may not do this here
-         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
          *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
          *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
          *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
@@ -3978,27 +3955,6 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "not_a_member" | "missing_scope" | "second_factor_required";
-                };
-            };
-        };
-        /**
-         * @description Forbidden: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
-         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
-         */
-        NotAMemberOrSecondFactorRequiredOnAuthenticatedRoute: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "not_a_member" | "second_factor_required";
                 };
             };
         };
@@ -5849,7 +5805,7 @@ export interface operations {
                                  * @description The name to send in `scopes` when creating a key
                                  * @enum {string}
                                  */
-                                scope: "invoices:read" | "invoices:write" | "work_tasks:read" | "work_tasks:write" | "agents:read" | "agents:write" | "agents:token_usage" | "email:read" | "email:write" | "knowledge:write" | "metrics:read" | "metrics:write" | "search:read" | "api_keys:read" | "api_keys:write" | "audit:read" | "members:read" | "members:write" | "webhooks:read" | "webhooks:write";
+                                scope: "invoices:read" | "invoices:write" | "work_tasks:read" | "work_tasks:write" | "agents:read" | "agents:write" | "agents:token_usage" | "email:read" | "email:write" | "knowledge:write" | "metrics:read" | "metrics:write" | "search:read" | "api_keys:read" | "api_keys:write" | "organization:read" | "organization:write" | "audit:read" | "members:read" | "members:write" | "webhooks:read" | "webhooks:write";
                                 /** @description What the scope allows, in words */
                                 description: string;
                                 /** @description Held by admins only: a member's key never grants it, and a member cannot grant it */
@@ -10158,7 +10114,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
@@ -10219,7 +10175,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["ForbiddenOrNotAMemberOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];

@@ -58,7 +58,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         params: Params,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
-      config: { errors: ['second_factor_required', 'not_found'] },
+      config: { scope: 'organization:read', errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -77,9 +77,8 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         body: PatchBody,
         response: { 200: Envelope(Settings), ...errorResponses },
       },
-      config: {
-        errors: ['forbidden', 'second_factor_required', 'not_found', 'bad_gateway', 'gateway_timeout'],
-      },
+      // An admin-only scope: a member's call is 403 `missing_scope` (docs/authentication.md#roles).
+      config: { scope: 'organization:write', errors: ['not_found', 'bad_gateway', 'gateway_timeout'] },
     },
     async (request) =>
       envelope(

@@ -1,6 +1,6 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { requireUsableChannel, type ChatClient } from '../../platform/chat/chat.ts';
-import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
+import { requirePermission, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
 import { recordUpdate } from '../audit/audit.service.ts';
@@ -56,19 +56,20 @@ export async function getOrganizationSettings(
   ctx: RequestContext,
   chat: ChatClient,
 ): Promise<OrganizationSettings> {
+  requirePermission(ctx, 'organization:read');
   const row = await repo.findOrganization(db, ctx.organizationUid);
   if (!row) throw notFound('Organization');
   return view(row, chat);
 }
 
-/** Admins only: the settings are the organization's controls. */
+/** Admins only (`organization:write` is a scope only admins hold): the settings are the organization's controls. */
 export async function updateOrganizationSettings(
   db: Db,
   ctx: RequestContext,
   chat: ChatClient,
   body: OrganizationSettingsChanges,
 ): Promise<OrganizationSettings> {
-  requireAdmin(ctx);
+  requirePermission(ctx, 'organization:write');
   const channel = body.slack_channel_id;
   if (typeof channel === 'string') {
     // As an agent's channel: checked with Slack (when configured) only when it changes, and before the

@@ -43,3 +43,59 @@ export function applyQueryRules(route: RouteOptions): void {
     additionalProperties: false,
   };
 }
+
+/**
+ * The /api routes that take a credential but declare no scope, each with the reason
+ * (docs/authentication.md#routes-without-a-scope shows the same list). Every other /api route that takes
+ * a credential declares `config.scope`, so a key with scopes reaches only what they name:
+ * `scopeRuleProblems` finds one that does not, and the app then refuses to start (src/app.ts). Public
+ * routes (`config.public`) read no credential at all and are not listed; routes that take one optionally
+ * (`config.optionalAuth`) are. Written as the role matrix writes routes: `METHOD /api/path/{param}`.
+ */
+export const UNSCOPED_ROUTES: Readonly<Record<string, string>> = {
+  'GET /api/me': "who is calling: the caller's own user, memberships and the key's scopes",
+  'GET /api/me/preferences': "the caller's own preferences (approval emails); nobody else's data",
+  'PATCH /api/me/preferences': "the caller's own preferences; nobody sets another person's",
+  'POST /api/auth/sign-out': 'ends the calling session; with a key there is nothing to end',
+  'GET /api/auth/session': 'a sign-in session only: with a key 403 session_required',
+  'GET /api/auth/sessions': "the person's own sessions, not an organization's data",
+  'DELETE /api/auth/sessions/{uid}': "signs out one of the person's own sessions",
+  'POST /api/auth/sessions/revoke-all': "signs out the person's own sessions",
+  'POST /api/auth/password': "the person's own password, which the call must also give",
+  'POST /api/auth/totp/setup': 'a sign-in session only: with a key 403 session_required',
+  'POST /api/auth/totp/enable': 'a sign-in session only: with a key 403 session_required',
+  'POST /api/auth/totp/disable': 'a sign-in session only: with a key 403 session_required',
+  'GET /api/invitations/{token}': 'the emailed token is the credential; a key is optional (optionalAuth)',
+  'POST /api/invitations/accept': 'the emailed token is the credential; a key is optional (optionalAuth)',
+};
+
+/** What the scope rule reads of a registered route. */
+export interface RouteAccess {
+  method: string;
+  url: string;
+  public?: boolean | undefined;
+  scope?: string | undefined;
+}
+
+/** `/api/invoices/:uid` → `/api/invoices/{uid}`, as the role matrix and UNSCOPED_ROUTES write it. */
+const templateOf = (url: string) => url.replace(/:(\w+)/g, '{$1}');
+
+/**
+ * The scope rule over the app's routes: `undeclared`, every /api route that takes a credential but
+ * declares no scope and is not in UNSCOPED_ROUTES (the app refuses to start with one, src/app.ts);
+ * `stale`, every entry of UNSCOPED_ROUTES that is no such route (gone, public, or scoped by now; the
+ * test suite refuses those). HEAD routes follow their GET.
+ */
+export function scopeRuleProblems(routes: readonly RouteAccess[]): { undeclared: string[]; stale: string[] } {
+  const undeclared: string[] = [];
+  const unscoped = new Set<string>();
+  for (const route of routes) {
+    const method = route.method.toUpperCase();
+    if (method === 'HEAD' || !route.url.startsWith('/api/') || route.public || route.scope) continue;
+    const name = `${method} ${templateOf(route.url)}`;
+    unscoped.add(name);
+    if (UNSCOPED_ROUTES[name] === undefined) undeclared.push(name);
+  }
+  const stale = Object.keys(UNSCOPED_ROUTES).filter((name) => !unscoped.has(name));
+  return { undeclared, stale };
+}

@@ -15,6 +15,8 @@ export const SCOPES = [
   'search:read',
   'api_keys:read',
   'api_keys:write',
+  'organization:read',
+  'organization:write',
   'audit:read',
   'members:read',
   'members:write',
@@ -27,6 +29,7 @@ export type Role = 'admin' | 'member';
 
 const ADMIN_ONLY: ReadonlySet<Scope> = new Set<Scope>([
   'agents:token_usage',
+  'organization:write',
   'audit:read',
   'members:read',
   'members:write',
@@ -52,6 +55,9 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   'search:read': 'Entity and context search',
   'api_keys:read': 'List API keys',
   'api_keys:write': 'Create and revoke API keys',
+  'organization:read':
+    "Read the organization's settings: segregation of duties, second factor for admins, the default Slack channel",
+  'organization:write': "Change the organization's settings",
   'audit:read': "Read the organization's audit log",
   'members:read': "List the organization's members and invitations",
   'members:write': 'Invite people, change roles, remove members',
