@@ -707,7 +707,7 @@ async function resolveApproval(
       });
   }
   const view = await viewOf(tx, resolved);
-  await emitEvent(tx, jobs, ctx, 'work_task.approval_decided', taskEntity(task), {
+  await emitEvent(tx, jobs, ctx, 'approval.decided', taskEntity(task), {
     work_task: view,
     decision: body.action,
   });
