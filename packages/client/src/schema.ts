@@ -2577,11 +2577,8 @@ export interface components {
         ClaimAgentRunBody: {
             /** @description Who claims it (shown to others as claimed_by); default: the API key (or user) */
             runtime_id?: string;
-            /**
-             * @description How long the claim holds without a heartbeat (seconds)
-             * @default 300
-             */
-            lease_seconds: number;
+            /** @description How long the claim holds without a heartbeat (seconds); default 300 */
+            lease_seconds?: number;
         };
         CompleteAgentRunBody: {
             /** @description The claim_token the claim answered */

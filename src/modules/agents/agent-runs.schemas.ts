@@ -192,7 +192,7 @@ const ClaimToken = Type.String({
   maxLength: 200,
   description: 'The claim_token the claim answered',
 });
-const leaseSeconds = (options: { default?: number; description: string }) =>
+const leaseSeconds = (options: { description: string }) =>
   Type.Integer({ minimum: 10, maximum: 3600, ...options });
 const UsageBody = Type.Object(
   {
@@ -213,7 +213,7 @@ export const ClaimRunBody = Type.Object(
       }),
     ),
     lease_seconds: Type.Optional(
-      leaseSeconds({ default: 300, description: 'How long the claim holds without a heartbeat (seconds)' }),
+      leaseSeconds({ description: 'How long the claim holds without a heartbeat (seconds); default 300' }),
     ),
   },
   { additionalProperties: false },
