@@ -226,11 +226,11 @@ describe('the console: agents', { timeout: 60_000 }, () => {
       'Draft a firm note.\nKeep it short.',
     );
 
-    // Active now: a real run starts; with no built-in executor it ends `stopped`, and the list says so.
+    // Active now: a real run starts; with no built-in executor it waits, `pending`, for an outside
+    // runtime to claim it (docs/agents.md#runs-of-outside-runtimes), and the list says so.
     await page.getByRole('button', { name: 'Start run' }).click();
     await page.getByText(/^Run started/).waitFor();
-    await expect.poll(() => runRows().first().locator('.run-status').textContent(), soon).toBe('Stopped');
-    expect(await runRows().first().textContent()).toContain('an outside runtime runs it');
+    await expect.poll(() => runRows().first().locator('.run-status').textContent(), soon).toBe('Pending');
   });
 
   it('a sandbox run of the collections agent: it appears, completes, and its timeline says what it would do', async () => {

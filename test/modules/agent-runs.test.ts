@@ -142,6 +142,12 @@ describe('POST /api/agents/{uid}/runs', () => {
         task_uid: null,
         error: null,
         outcome: null,
+        input: {},
+        trigger: { type: 'manual', requested_by: p.orgA.admin.userUid },
+        claimed_by: null,
+        claimed_at: null,
+        lease_expires_at: null,
+        lease_lapses: 0,
       },
     });
     expect(res.body.data.attributes).not.toHaveProperty('token_usage');
@@ -234,13 +240,23 @@ describe('executing a run', () => {
     expect(notes[0]!.runUid).toBe(run.id);
   });
 
-  it('an agent type without a built-in executor → stopped (an outside runtime runs it)', async () => {
+  it('an agent type without a built-in executor: the job leaves the run pending for an outside runtime', async () => {
     const agent = await createAgent(t, admin, { status: 'active', agent_type: 'custom' });
-    const run = await runAgent(t, admin, agent.uid);
-    expect(run.attributes.status).toBe('stopped');
-    expect(run.attributes.started_on).toMatch(ISO);
-    expect(run.attributes.completed_on).toMatch(ISO);
-    expect(run.attributes.outcome.summary).toContain('custom');
+    const run = await post(t, admin, `/api/agents/${agent.uid}/runs`, { input: { a: 1 } }, 202);
+    const row = await runRow(run.id);
+    // The job ran (or runs now, directly): it leaves the run as it is, to be claimed (agent-run-claims.test.ts).
+    expect(await executeRun(runEnvOf(t), { run_uid: run.id, organization_uid: p.orgA.uid })).toBe('outside');
+    await until(
+      async () => (await t.deps.jobs.getJob(AGENT_RUN_QUEUE, row.workflowId!))?.state === 'completed',
+      'the run job to finish',
+    );
+    expect((await getRun(t, admin, run.id)).attributes).toMatchObject({
+      status: 'pending',
+      started_on: null,
+      completed_on: null,
+      outcome: null,
+      input: { a: 1 },
+    });
   });
 
   it('an executor that throws → failed with the error, and an error notification', async () => {
@@ -566,6 +582,12 @@ describe('GET /api/agents/{uid}/activities', () => {
         task_uid: null,
         error: null,
         outcome: null,
+        input: {},
+        trigger: { type: 'manual' },
+        claimed_by: null,
+        claimed_at: null,
+        lease_expires_at: null,
+        lease_lapses: 0,
       },
     });
     // Runs not started yet come last.

@@ -690,7 +690,7 @@ describe('the outbox rule', () => {
         'knowledge.processed',
         'party.updated',
         'payment.recorded',
-        'work_task.approval_decided',
+        'approval.decided',
         'work_task.approval_requested',
         'work_task.assigned',
         'work_task.created',

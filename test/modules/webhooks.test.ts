@@ -1,5 +1,7 @@
 /* eslint-disable @typescript-eslint/no-explicit-any -- API answers are checked field by field */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
 import { Webhook } from 'standardwebhooks';
@@ -422,8 +424,20 @@ describe('the wired sources', () => {
     expect(await deliveriesOf(endpoint.uid)).toHaveLength(1);
   });
 
-  it('work_task.approval_decided: resolving an approval sends the decision', async () => {
-    const endpoint = await register({ event_types: ['work_task.approval_decided'] });
+  it('approval.decided: resolving an approval sends the decision, also to endpoints subscribed by the old name', async () => {
+    const current = await register({ event_types: ['approval.decided'] });
+    // `work_task.approval_decided` is the deprecated name: accepted, and stored as the new one.
+    const old = await register({ event_types: ['work_task.approval_decided', 'invoice.created'] });
+    expect(old.event_types).toEqual(['approval.decided', 'invoice.created']);
+    const both = await register({ event_types: ['work_task.approval_decided', 'approval.decided'] });
+    expect(both.event_types).toEqual(['approval.decided']);
+    const patched = await call(t.app, 'PATCH', `${base()}/${current.uid}`, {
+      key: admin(),
+      body: { event_types: ['work_task.approval_decided'] },
+    });
+    expect(patched.status, patched.raw).toBe(200);
+    expect(patched.body.data.event_types).toEqual(['approval.decided']);
+
     const agent = await call(t.app, 'POST', '/api/agents', { key: admin(), body: { name: 'Webhook agent' } });
     expect(agent.status, agent.raw).toBe(201);
     const raised = await call(t.app, 'POST', `/api/agents/${agent.body.data.uid}/approvals`, {
@@ -442,11 +456,55 @@ describe('the wired sources', () => {
     });
     expect(decided.status, decided.raw).toBe(200);
     await deliverDueWebhooks(t.db, options);
-    const [got] = receiver.on(endpoint.path);
-    expect(got!.json).toMatchObject({
-      type: 'work_task.approval_decided',
-      data: { decision: 'reject', work_task: { uid: raised.body.data.uid, resolution: 'rejected' } },
-    });
+    for (const endpoint of [current, old, both]) {
+      const received = receiver.on(endpoint.path);
+      expect(received, endpoint.path).toHaveLength(1);
+      expect(received[0]!.json).toMatchObject({
+        type: 'approval.decided',
+        data: { decision: 'reject', work_task: { uid: raised.body.data.uid, resolution: 'rejected' } },
+      });
+    }
+    // The event list filters by either name and shows the new one.
+    for (const type of ['approval.decided', 'work_task.approval_decided']) {
+      const events = await call(t.app, 'GET', '/api/events', {
+        key: admin(),
+        query: { type, entity_uid: raised.body.data.uid },
+      });
+      expect(events.status, events.raw).toBe(200);
+      expect(events.body.data.items.map((e: any) => e.type)).toEqual(['approval.decided']);
+    }
+  });
+
+  it('migration 0025 renames the old type in stored subscriptions and events', async () => {
+    const endpoint = await register({ event_types: ['invoice.created'] });
+    await rawQuery(t.db, `update webhook_endpoints set event_types = $1 where uid = $2`, [
+      ['work_task.approval_decided', 'invoice.created', 'approval.decided'],
+      endpoint.uid,
+    ]);
+    const entityUid = crypto.randomUUID();
+    await rawQuery(
+      t.db,
+      `insert into events (organization_uid, type, entity_type, entity_uid) values ($1, 'work_task.approval_decided', 'work_task', $2)`,
+      [p.orgA.uid, entityUid],
+    );
+    const sql = fs.readFileSync(
+      path.join(import.meta.dirname, '../../migrations/0025_outside_runtime_runs.sql'),
+      'utf8',
+    );
+    for (const statement of sql
+      .split('--> statement-breakpoint')
+      .filter((s) => /^\s*(--.*\n)*\s*UPDATE/i.test(s)))
+      await rawQuery(t.db, statement);
+    const [row] = await rawQuery<{ event_types: string[] }>(
+      t.db,
+      'select event_types from webhook_endpoints where uid = $1',
+      [endpoint.uid],
+    );
+    expect(row!.event_types).toEqual(['approval.decided', 'invoice.created']);
+    const [event] = await rawQuery<{ type: string }>(t.db, 'select type from events where entity_uid = $1', [
+      entityUid,
+    ]);
+    expect(event!.type).toBe('approval.decided');
   });
 });
 

@@ -68,7 +68,12 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     const created = await fetch(`${server.url}/api/agents`, {
       method: 'POST',
       headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'Traced', notification_config: { chat_channel_id: CHANNEL } }),
+      // The built-in type: a run of an outside runtime's type would wait, pending, to be claimed.
+      body: JSON.stringify({
+        name: 'Traced',
+        agent_type: 'collections',
+        notification_config: { chat_channel_id: CHANNEL },
+      }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
     // A (sandbox) run of that agent: a job the server's own worker executes.
@@ -196,7 +201,7 @@ describe('tracing over OTLP/HTTP', { timeout: 180_000 }, () => {
     const created = await fetch(`${server.url}/api/agents`, {
       method: 'POST',
       headers: auth,
-      body: JSON.stringify({ name: 'Traced by the worker' }),
+      body: JSON.stringify({ name: 'Traced by the worker', agent_type: 'collections' }),
     });
     expect(created.status, await created.clone().text()).toBe(201);
     const agentUid = ((await created.json()) as { data: { uid: string } }).data.uid;

@@ -1,9 +1,19 @@
 /**
  * An OpenAI-compatible tool-calling loop in which one tool needs a person's approval before it runs
  * (docs/client.md#guarding-a-tool-with-an-approval). Plain `fetch` to any chat-completions API; Remit
- * holds the decision. Tested against a local fake model server by packages/client/test/approvals.test.ts.
+ * holds the decision. The approved tool runs inside the follow-up run the approval started, which this
+ * runtime claims and completes (docs/client.md#running-an-outside-agent), so the agent's run history,
+ * its outcome notification and the `agent_run.completed` webhook say what was done. Tested against a
+ * local fake model server by packages/client/test/approvals.test.ts.
  */
-import { requireApproval, type RemitClient } from '../src/index.ts';
+import {
+  claimRun,
+  findFollowUpRun,
+  RemitApiError,
+  requireApproval,
+  workOnRun,
+  type RemitClient,
+} from '../src/index.ts';
 
 export interface Tool {
   description: string;
@@ -60,6 +70,34 @@ async function complete(options: GuardedLoopOptions, messages: Message[]): Promi
   return body.choices[0]!.message;
 }
 
+/**
+ * Runs an approved tool inside the approval's follow-up run: claimed, then completed with the tool's
+ * answer as its outcome (or failed with its error). A loop restarted for the same work finds the run
+ * already completed and answers its outcome instead of acting twice; a run another process holds, or
+ * one that ended otherwise (cancelled, the agent paused), is not acted on. When the agent could not
+ * start a run (the approval answered a `_warning`), the tool runs without one.
+ */
+async function runApproved(options: GuardedLoopOptions, taskUid: string, act: () => Promise<string>) {
+  const followUp = await findFollowUpRun(options.remit, taskUid);
+  if (!followUp) return act();
+  const { status, outcome } = followUp.attributes;
+  if (status === 'completed') return String(outcome?.summary ?? 'Already done');
+  if (status !== 'pending') return `Not done: the run for this action is ${status}.`;
+  let claimed;
+  try {
+    claimed = await claimRun(options.remit, followUp.id, { runtimeId: `guarded-loop:${options.workId}` });
+  } catch (error) {
+    if (error instanceof RemitApiError && error.status === 409) return `Not done: ${error.message}`;
+    throw error;
+  }
+  let answer = '';
+  await workOnRun(claimed, async () => {
+    answer = await act();
+    return { summary: answer };
+  });
+  return answer;
+}
+
 /** Runs the loop to the model's final answer; a guarded tool runs only once a person approved it. */
 export async function runGuardedLoop(options: GuardedLoopOptions): Promise<string> {
   const messages: Message[] = [{ role: 'user', content: options.task }];
@@ -88,7 +126,7 @@ export async function runGuardedLoop(options: GuardedLoopOptions): Promise<strin
           if (decision.approved) {
             // The person may have edited the arguments: run with theirs, never with the proposal.
             const { type: _type, ...approved } = decision.toolArgs;
-            result = await tool.run(approved);
+            result = await runApproved(options, decision.task.uid, () => tool.run(approved));
           } else {
             result = `A person rejected this (${decision.resolution}): ${decision.note ?? 'no reason given'}. Do not retry it.`;
           }

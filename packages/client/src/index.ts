@@ -17,6 +17,26 @@ export {
 } from './approvals.ts';
 export { RemitApiError, type RemitErrorCode, type RemitFieldError } from './errors.ts';
 export {
+  claimedRun,
+  claimFollowUpRun,
+  claimNextRun,
+  claimRun,
+  findFollowUpRun,
+  runOutsideAgent,
+  RunLostError,
+  workOnRun,
+  type AgentRun,
+  type ClaimedRun,
+  type ClaimOptions,
+  type RunContext,
+  type RunFilter,
+  type RunHandler,
+  type RunOutcome,
+  type RunOutsideAgentOptions,
+  type TokenUsage,
+  type WorkOptions,
+} from './runs.ts';
+export {
   verifyWebhook,
   WebhookVerificationError,
   type RemitEventData,

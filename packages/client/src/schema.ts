@@ -1033,6 +1033,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/agent-runs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Runs of the organization by status, agent, agent type or approval (a runtime finds its work) */
+        get: operations["listAgentRuns"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent-runs/{run_uid}/claim": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Claim a pending run of an outside runtime: running under a lease, with a claim token */
+        post: operations["claimAgentRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent-runs/{run_uid}/heartbeat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Renew the lease of a claimed run */
+        post: operations["heartbeatAgentRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent-runs/{run_uid}/complete": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Complete a claimed run with its outcome (the same request again answers the run) */
+        post: operations["completeAgentRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/agent-runs/{run_uid}/fail": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Fail a claimed run with its error (the same request again answers the run) */
+        post: operations["failAgentRun"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/conversations": {
         parameters: {
             query?: never;
@@ -1655,7 +1740,7 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
@@ -2239,6 +2324,20 @@ export interface components {
                 outcome?: {
                     [key: string]: unknown;
                 } | null;
+                /** @description What the run was started with (a follow-up run: the approval it acts on) */
+                input?: {
+                    [key: string]: unknown;
+                };
+                /** @description The event that started it: {type, …} */
+                trigger?: {
+                    [key: string]: unknown;
+                };
+                claimed_by?: string | null;
+                claimed_at?: string | null;
+                /** @description While claimed: when the claim lapses unless renewed */
+                lease_expires_at?: string | null;
+                /** @description How many claims of this run lapsed (it went back to pending) */
+                lease_lapses?: number;
             };
         };
         /** Message */
@@ -2471,7 +2570,7 @@ export interface components {
         Event: {
             /** Format: uuid */
             uid: string;
-            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
             entity_type: string;
             /** Format: uuid */
             entity_uid: string;
@@ -2491,6 +2590,28 @@ export interface components {
         ChangePasswordBody: {
             current_password: string;
             new_password: string;
+        };
+        ClaimAgentRunBody: {
+            /** @description Who claims it (shown to others as claimed_by); default: the API key (or user) */
+            runtime_id?: string;
+            /** @description How long the claim holds without a heartbeat (seconds); default 300 */
+            lease_seconds?: number;
+        };
+        CompleteAgentRunBody: {
+            /** @description The claim_token the claim answered */
+            claim_token: string;
+            /** @description Kept on the run as its outcome */
+            outcome: {
+                /** @description What the run did, for people */
+                summary: string;
+            } & {
+                [key: string]: unknown;
+            };
+            token_usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
         };
         ConfirmKnowledgeUploadBody: {
             /** Format: uuid */
@@ -2701,8 +2822,8 @@ export interface components {
             /** @description http(s); private, loopback and link-local addresses are refused */
             url: string;
             description?: string;
-            /** @description The event types to send; empty or absent: every one */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+            /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             enabled?: boolean;
         };
         CreateWorkTaskBody: {
@@ -2741,6 +2862,23 @@ export interface components {
         EnableTotpBody: {
             /** @description The six-digit code of the authenticator app */
             code: string;
+        };
+        FailAgentRunBody: {
+            /** @description The claim_token the claim answered */
+            claim_token: string;
+            /** @description Why it failed, for people */
+            error: string;
+            token_usage?: {
+                prompt_tokens: number;
+                completion_tokens: number;
+                total_tokens: number;
+            };
+        };
+        HeartbeatAgentRunBody: {
+            /** @description The claim_token the claim answered */
+            claim_token: string;
+            /** @description The new lease from now (seconds); default: the claim’s */
+            lease_seconds?: number;
         };
         LookUpApprovalLinkBody: {
             /** @description The `token` of the emailed link (`/approval?token=…`) */
@@ -3053,8 +3191,8 @@ export interface components {
             /** @description http(s); private, loopback and link-local addresses are refused */
             url?: string;
             description?: string;
-            /** @description The event types to send; empty or absent: every one */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed")[];
+            /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             /** @description true again after an automatic disable */
             enabled?: boolean;
         };
@@ -3781,6 +3919,30 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `claim_mismatch`: the claim token is not the agent run’s current claim (another holder, or a lapsed lease)
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        InvalidStateOrClaimMismatchOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_state" | "claim_mismatch" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_state`: the resource’s current state does not allow this
          *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
          */
         InvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
@@ -3797,6 +3959,30 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "invalid_state" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `run_claimed`: the agent run is already running under another claim (the message names who holds it)
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        InvalidStateOrRunClaimedOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "invalid_state" | "run_claimed" | "idempotency_key_in_use";
                 };
             };
         };
@@ -9095,6 +9281,298 @@ export interface operations {
             507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
+    listAgentRuns: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+                /** @description comma-separated run statuses */
+                status?: string;
+                agent_uid?: string;
+                agent_type?: string;
+                task_uid?: string;
+                /** @description created_on (oldest first, the order to work them in) or -created_on */
+                sort?: string;
+                /** @description comma-separated attributes, as for activities */
+                "fields[agent-runs]"?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["AgentRun"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    claimAgentRun: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                run_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ClaimAgentRunBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** @description Send it with heartbeat, complete and fail; answered once (a retry with the same Idempotency-Key replays it) */
+                            claim_token: string;
+                            run: components["schemas"]["AgentRun"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrRunClaimedOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    heartbeatAgentRun: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                run_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["HeartbeatAgentRunBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["AgentRun"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrClaimMismatchOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    completeAgentRun: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                run_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CompleteAgentRunBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["AgentRun"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrClaimMismatchOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    failAgentRun: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                run_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["FailAgentRunBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["AgentRun"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrClaimMismatchOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
     listConversations: {
         parameters: {
             query?: {
@@ -11300,7 +11778,7 @@ export interface operations {
         parameters: {
             query?: {
                 organization_uid?: string;
-                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "work_task.approval_decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided" | "webhook.test";
                 entity_uid?: string;
                 page?: number;
                 per_page?: number;

@@ -15,7 +15,7 @@ export type RemitEventType = Schemas['Event']['type'];
  */
 export interface RemitEventData {
   'invoice.created': { invoice: Schemas['Invoice'] };
-  'work_task.approval_decided': { work_task: Schemas['WorkTask']; decision: 'approve' | 'reject' };
+  'approval.decided': { work_task: Schemas['WorkTask']; decision: 'approve' | 'reject' | 'expired' };
   'webhook.test': { webhook_endpoint_uid: string; message: string };
 }
 

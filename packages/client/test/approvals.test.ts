@@ -9,6 +9,7 @@ import { runGuardedLoop, type Tool } from '../examples/guarded-tool-loop.ts';
 import {
   ApprovalTimeoutError,
   createRemitClient,
+  findFollowUpRun,
   requireApproval,
   type RemitClient,
   type RequireApprovalOptions,
@@ -212,12 +213,25 @@ describe('the guarded tool-calling loop of docs/client.md', () => {
     llm.behaviour = { kind: 'chat', reply: script };
     refunds.length = 0;
     const answer = loop('ticket-1');
-    await personDecides(await pendingApprovalOf('ticket-1'), {
+    const taskUid = await pendingApprovalOf('ticket-1');
+    await personDecides(taskUid, {
       action: 'approve',
       tool_args: { amount_cents: 2000 },
     });
     expect(await answer).toBe('Done: Refunded 2000 cents');
     expect(refunds).toEqual([{ order: '1042', amount_cents: 2000 }]);
+    // The refund ran inside the approval's follow-up run, which the loop claimed and completed.
+    const followUp = await findFollowUpRun(remit, taskUid);
+    expect(followUp?.attributes).toMatchObject({
+      status: 'completed',
+      trigger_type: 'approval',
+      claimed_by: 'guarded-loop:ticket-1',
+      outcome: { summary: 'Refunded 2000 cents' },
+    });
+    // The loop restarted for the same work finds the refund done and does not refund again.
+    refunds.length = 0;
+    expect(await loop('ticket-1')).toBe('Done: Refunded 2000 cents');
+    expect(refunds).toEqual([]);
     // The model was told the tool's result in the conversation it was sent next.
     const last = llm.requests.at(-1)!.json.messages.at(-1);
     expect(last).toMatchObject({ role: 'tool', tool_call_id: 'call_2', content: 'Refunded 2000 cents' });

@@ -1,4 +1,18 @@
-import { and, asc, count, desc, eq, gte, inArray, isNotNull, isNull, lte, sql, type SQL } from 'drizzle-orm';
+import {
+  and,
+  asc,
+  count,
+  desc,
+  eq,
+  gte,
+  inArray,
+  isNotNull,
+  isNull,
+  lte,
+  notInArray,
+  sql,
+  type SQL,
+} from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { agentRuns, agents, type RunStatus } from './agents.tables.ts';
 
@@ -140,7 +154,10 @@ export async function listActivities(
   return { rows, total: totals?.total ?? 0, groups };
 }
 
-/** Runs a worker started and never finished (the process died): older than the cutoff, still running. */
+/**
+ * Runs a worker started and never finished (the process died): older than the cutoff, still running.
+ * Runs an outside runtime claimed are not the workers': their lease says whether they are alive.
+ */
 export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promise<RunRow[]> {
   const rows = await db
     .update(agentRuns)
@@ -150,9 +167,221 @@ export async function failAbandonedRuns(db: DbOrTx, startedBefore: Date): Promis
       completedOn: sql`now()`,
       updatedOn: sql`now()`,
     })
-    .where(and(eq(agentRuns.status, 'running'), lte(agentRuns.startedOn, startedBefore)))
+    .where(
+      and(
+        eq(agentRuns.status, 'running'),
+        lte(agentRuns.startedOn, startedBefore),
+        isNull(agentRuns.claimTokenHash),
+      ),
+    )
     .returning();
   return rows;
+}
+
+// ---- claims of outside runtimes (docs/agents.md#runs-of-outside-runtimes) ----
+
+const leaseEnd = (seconds: number) => sql`now() + make_interval(secs => ${seconds})`;
+
+/**
+ * pending → running under a new claim, or nothing (undefined) when the run is no longer pending: of two
+ * claims at once exactly one moves it. The database's clock sets the lease, as it judges it.
+ */
+export async function claimRun(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  claim: { tokenHash: string; claimedBy: string; leaseSeconds: number },
+): Promise<RunRow | undefined> {
+  const [row] = await db
+    .update(agentRuns)
+    .set({
+      status: 'running',
+      claimTokenHash: claim.tokenHash,
+      claimedBy: claim.claimedBy,
+      claimedAt: sql`now()`,
+      leaseSeconds: claim.leaseSeconds,
+      leaseExpiresAt: leaseEnd(claim.leaseSeconds),
+      startedOn: sql`now()`,
+      updatedOn: sql`now()`,
+    })
+    .where(
+      and(
+        eq(agentRuns.organizationUid, organizationUid),
+        eq(agentRuns.uid, uid),
+        eq(agentRuns.status, 'pending'),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/** A new lease for the claim holding this run (running, same token), or undefined. */
+export async function renewLease(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  tokenHash: string,
+  leaseSeconds: number,
+): Promise<RunRow | undefined> {
+  const [row] = await db
+    .update(agentRuns)
+    .set({ leaseSeconds, leaseExpiresAt: leaseEnd(leaseSeconds), updatedOn: sql`now()` })
+    .where(
+      and(
+        eq(agentRuns.organizationUid, organizationUid),
+        eq(agentRuns.uid, uid),
+        eq(agentRuns.status, 'running'),
+        eq(agentRuns.claimTokenHash, tokenHash),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/**
+ * running → `to` for the claim holding the run (same token), or undefined when it is not running under
+ * that claim any more (cancelled, lapsed, finished): the cancel route and the lease sweep race on this.
+ */
+export async function finishClaimedRun(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  tokenHash: string,
+  to: 'completed' | 'failed' | 'stopped',
+  values: Partial<typeof agentRuns.$inferInsert>,
+): Promise<RunRow | undefined> {
+  const [row] = await db
+    .update(agentRuns)
+    .set({ ...values, status: to, leaseExpiresAt: null, completedOn: sql`now()`, updatedOn: sql`now()` })
+    .where(
+      and(
+        eq(agentRuns.organizationUid, organizationUid),
+        eq(agentRuns.uid, uid),
+        eq(agentRuns.status, 'running'),
+        eq(agentRuns.claimTokenHash, tokenHash),
+      ),
+    )
+    .returning();
+  return row;
+}
+
+/**
+ * Claims whose lease ended at or before `now` (the database's clock when not given), of every
+ * organization: those that lapsed `maxLapses` times are failed, the others go back to `pending` with no
+ * claim (claimable again, their lapse counted). Each row moves once, whatever runs beside it.
+ */
+export async function releaseLapsedClaims(
+  db: DbOrTx,
+  now: Date | undefined,
+  maxLapses: number,
+): Promise<{ failed: RunRow[]; released: RunRow[] }> {
+  const lapsed = and(
+    eq(agentRuns.status, 'running'),
+    isNotNull(agentRuns.leaseExpiresAt),
+    lte(agentRuns.leaseExpiresAt, now ?? sql`now()`),
+  );
+  const failed = await db
+    .update(agentRuns)
+    .set({
+      status: 'failed',
+      error: `The outside runtime's lease lapsed ${maxLapses} times without the run finishing`,
+      leaseLapses: sql`${agentRuns.leaseLapses} + 1`,
+      leaseExpiresAt: null,
+      completedOn: sql`now()`,
+      updatedOn: sql`now()`,
+    })
+    .where(and(lapsed, gte(agentRuns.leaseLapses, maxLapses - 1)))
+    .returning();
+  const released = await db
+    .update(agentRuns)
+    .set({
+      status: 'pending',
+      claimTokenHash: null,
+      claimedBy: null,
+      claimedAt: null,
+      leaseSeconds: null,
+      leaseExpiresAt: null,
+      startedOn: null,
+      leaseLapses: sql`${agentRuns.leaseLapses} + 1`,
+      updatedOn: sql`now()`,
+    })
+    .where(lapsed)
+    .returning();
+  return { failed, released };
+}
+
+/**
+ * Runs still `pending` since before `createdBefore` whose agent's type has no built-in executor (no
+ * runtime claimed them), of every organization: stopped.
+ */
+export async function stopUnclaimedRuns(
+  db: DbOrTx,
+  builtInTypes: readonly string[],
+  createdBefore: Date,
+  summary: string,
+): Promise<RunRow[]> {
+  const outsideAgents = db
+    .select({ uid: agents.uid })
+    .from(agents)
+    .where(builtInTypes.length ? notInArray(agents.agentType, [...builtInTypes]) : undefined);
+  return db
+    .update(agentRuns)
+    .set({ status: 'stopped', completedOn: sql`now()`, outcome: { summary }, updatedOn: sql`now()` })
+    .where(
+      and(
+        eq(agentRuns.status, 'pending'),
+        lte(agentRuns.createdOn, createdBefore),
+        inArray(agentRuns.agentUid, outsideAgents),
+      ),
+    )
+    .returning();
+}
+
+export interface RunFilters {
+  statuses?: RunStatus[] | undefined;
+  agentUid?: string | undefined;
+  agentType?: string | undefined;
+  taskUid?: string | undefined;
+}
+
+/** The organization's runs, by status, agent, agent type or approval; by `created_on`. */
+export async function listRuns(
+  db: DbOrTx,
+  organizationUid: string,
+  filters: RunFilters,
+  descending: boolean,
+  limit: number,
+  offset: number,
+): Promise<{ rows: RunRow[]; total: number }> {
+  const where = and(
+    eq(agentRuns.organizationUid, organizationUid),
+    filters.statuses?.length ? inArray(agentRuns.status, filters.statuses) : undefined,
+    filters.agentUid !== undefined ? eq(agentRuns.agentUid, filters.agentUid) : undefined,
+    filters.taskUid !== undefined ? eq(agentRuns.taskUid, filters.taskUid) : undefined,
+    filters.agentType !== undefined
+      ? inArray(
+          agentRuns.agentUid,
+          db
+            .select({ uid: agents.uid })
+            .from(agents)
+            .where(and(eq(agents.organizationUid, organizationUid), eq(agents.agentType, filters.agentType))),
+        )
+      : undefined,
+  );
+  const [rows, [totals]] = await Promise.all([
+    db
+      .select()
+      .from(agentRuns)
+      .where(where)
+      .orderBy(
+        descending ? desc(agentRuns.createdOn) : asc(agentRuns.createdOn),
+        descending ? desc(agentRuns.uid) : asc(agentRuns.uid),
+      )
+      .limit(limit)
+      .offset(offset),
+    db.select({ total: count() }).from(agentRuns).where(where),
+  ]);
+  return { rows, total: totals?.total ?? 0 };
 }
 
 /** The run a schedule already started for this agent and minute, if any. */

@@ -1,13 +1,22 @@
+import { BODY_LIMITS } from '../../platform/http/route-rules.ts';
 import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import * as claims from './agent-run-claims.service.ts';
 import {
   ActivitiesEnvelope,
   ActivitiesQuery,
   AgentRunEnvelope,
   AgentRunItem,
+  ClaimEnvelope,
+  ClaimRunBody,
+  CompleteRunBody,
+  FailRunBody,
   GetRunQuery,
+  HeartbeatBody,
+  ListRunsQuery,
+  RunListEnvelope,
   NotificationListEnvelope,
   NotificationsQuery,
   RunUidParams,
@@ -135,6 +144,113 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
       envelope(
         await runs.cancelRun({ db, jobs: deps.jobs }, request.tenant(), request.params.run_uid),
         'Agent run cancelled',
+      ),
+  );
+
+  // ---- runs of outside runtimes (docs/agents.md#runs-of-outside-runtimes) ----
+  const claimDeps = { db, jobs: deps.jobs, chat: deps.clients.chat };
+
+  app.get(
+    '/api/agent-runs',
+    {
+      schema: {
+        operationId: 'listAgentRuns',
+        tags,
+        summary:
+          'Runs of the organization by status, agent, agent type or approval (a runtime finds its work)',
+        querystring: ListRunsQuery,
+        response: { 200: RunListEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:read' },
+    },
+    async (request) => {
+      const { items, total, page } = await claims.listRuns(
+        db,
+        request.tenant(request.query.organization_uid),
+        request.query,
+      );
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Agent runs');
+    },
+  );
+
+  app.post(
+    '/api/agent-runs/:run_uid/claim',
+    {
+      schema: {
+        operationId: 'claimAgentRun',
+        tags,
+        summary: 'Claim a pending run of an outside runtime: running under a lease, with a claim token',
+        params: RunUidParams,
+        body: ClaimRunBody,
+        response: { 200: ClaimEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'run_claimed'] },
+    },
+    async (request) =>
+      envelope(
+        await claims.claimRun(claimDeps, request.tenant(), request.params.run_uid, request.body),
+        'Agent run claimed',
+      ),
+  );
+
+  app.post(
+    '/api/agent-runs/:run_uid/heartbeat',
+    {
+      schema: {
+        operationId: 'heartbeatAgentRun',
+        tags,
+        summary: 'Renew the lease of a claimed run',
+        params: RunUidParams,
+        body: HeartbeatBody,
+        response: { 200: AgentRunEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+    },
+    async (request) =>
+      envelope(
+        await claims.renewClaim(claimDeps, request.tenant(), request.params.run_uid, request.body),
+        'Lease renewed',
+      ),
+  );
+
+  app.post(
+    '/api/agent-runs/:run_uid/complete',
+    {
+      bodyLimit: BODY_LIMITS.LARGE,
+      schema: {
+        operationId: 'completeAgentRun',
+        tags,
+        summary: 'Complete a claimed run with its outcome (the same request again answers the run)',
+        params: RunUidParams,
+        body: CompleteRunBody,
+        response: { 200: AgentRunEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+    },
+    async (request) =>
+      envelope(
+        await claims.completeClaimedRun(claimDeps, request.tenant(), request.params.run_uid, request.body),
+        'Agent run completed',
+      ),
+  );
+
+  app.post(
+    '/api/agent-runs/:run_uid/fail',
+    {
+      schema: {
+        operationId: 'failAgentRun',
+        tags,
+        summary: 'Fail a claimed run with its error (the same request again answers the run)',
+        params: RunUidParams,
+        body: FailRunBody,
+        response: { 200: AgentRunEnvelope, ...errorResponses },
+      },
+      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+    },
+    async (request) =>
+      envelope(
+        await claims.failClaimedRun(claimDeps, request.tenant(), request.params.run_uid, request.body),
+        'Agent run failed',
       ),
   );
 }

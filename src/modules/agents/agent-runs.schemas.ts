@@ -18,6 +18,12 @@ export const RUN_ATTRIBUTES = [
   'task_uid',
   'error',
   'outcome',
+  'input',
+  'trigger',
+  'claimed_by',
+  'claimed_at',
+  'lease_expires_at',
+  'lease_lapses',
 ] as const;
 export type RunAttribute = (typeof RUN_ATTRIBUTES)[number];
 
@@ -48,6 +54,26 @@ export const AgentRunItem = Type.Object(
       task_uid: Type.Optional(Nullable(Uuid)),
       error: Type.Optional(Nullable(Type.String())),
       outcome: Type.Optional(Nullable(Type.Record(Type.String(), Type.Unknown()))),
+      input: Type.Optional(
+        Type.Record(Type.String(), Type.Unknown(), {
+          description: 'What the run was started with (a follow-up run: the approval it acts on)',
+        }),
+      ),
+      trigger: Type.Optional(
+        Type.Record(Type.String(), Type.Unknown(), { description: 'The event that started it: {type, …}' }),
+      ),
+      claimed_by: Type.Optional(
+        Nullable(Type.String({ description: 'The outside runtime holding the run (its runtime_id)' })),
+      ),
+      claimed_at: Type.Optional(Nullable(DateTime)),
+      lease_expires_at: Type.Optional(
+        Type.Union([DateTime, Type.Null()], {
+          description: 'While claimed: when the claim lapses unless renewed',
+        }),
+      ),
+      lease_lapses: Type.Optional(
+        Type.Integer({ description: 'How many claims of this run lapsed (it went back to pending)' }),
+      ),
     }),
   },
   { $id: 'AgentRun', title: 'AgentRun' },
@@ -142,3 +168,104 @@ export const NotificationsQuery = Type.Object({
   ),
   ...pageQuery(25),
 });
+
+// ---- runs of outside runtimes (docs/agents.md#runs-of-outside-runtimes) ----
+
+export const ListRunsQuery = Type.Object({
+  organization_uid: Type.Optional(Uuid),
+  status: Type.Optional(Type.String({ maxLength: 200, description: 'comma-separated run statuses' })),
+  agent_uid: Type.Optional(Uuid),
+  agent_type: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  task_uid: Type.Optional(Uuid),
+  sort: Type.Optional(
+    Type.String({
+      pattern: '^[+ -]?created_on$',
+      default: 'created_on',
+      description: 'created_on (oldest first, the order to work them in) or -created_on',
+    }),
+  ),
+  'fields[agent-runs]': Type.Optional(
+    Type.String({ maxLength: 500, description: 'comma-separated attributes, as for activities' }),
+  ),
+  ...pageQuery(25),
+});
+export type ListRunsQueryT = Static<typeof ListRunsQuery>;
+export const RunListEnvelope = Envelope(Type.Object({ items: Type.Array(AgentRunRef), _meta: PageMeta }));
+
+const ClaimToken = Type.String({
+  minLength: 1,
+  maxLength: 200,
+  description: 'The claim_token the claim answered',
+});
+const leaseSeconds = (options: { description: string }) =>
+  Type.Integer({ minimum: 10, maximum: 3600, ...options });
+const UsageBody = Type.Object(
+  {
+    prompt_tokens: Type.Integer({ minimum: 0, maximum: 1e12 }),
+    completion_tokens: Type.Integer({ minimum: 0, maximum: 1e12 }),
+    total_tokens: Type.Integer({ minimum: 0, maximum: 1e12 }),
+  },
+  { additionalProperties: false },
+);
+
+export const ClaimRunBody = Type.Object(
+  {
+    runtime_id: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 128,
+        description: 'Who claims it (shown to others as claimed_by); default: the API key (or user)',
+      }),
+    ),
+    lease_seconds: Type.Optional(
+      leaseSeconds({ description: 'How long the claim holds without a heartbeat (seconds); default 300' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ClaimRunBodyT = Static<typeof ClaimRunBody>;
+export const ClaimEnvelope = Envelope(
+  Type.Object({
+    claim_token: Type.String({
+      description:
+        'Send it with heartbeat, complete and fail; answered once (a retry with the same Idempotency-Key replays it)',
+    }),
+    run: AgentRunRef,
+  }),
+);
+
+export const HeartbeatBody = Type.Object(
+  {
+    claim_token: ClaimToken,
+    lease_seconds: Type.Optional(
+      leaseSeconds({ description: 'The new lease from now (seconds); default: the claim’s' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type HeartbeatBodyT = Static<typeof HeartbeatBody>;
+
+export const CompleteRunBody = Type.Object(
+  {
+    claim_token: ClaimToken,
+    outcome: Type.Object(
+      {
+        summary: Type.String({ minLength: 1, maxLength: 2000, description: 'What the run did, for people' }),
+      },
+      { additionalProperties: true, maxProperties: 50, description: 'Kept on the run as its outcome' },
+    ),
+    token_usage: Type.Optional(UsageBody),
+  },
+  { additionalProperties: false },
+);
+export type CompleteRunBodyT = Static<typeof CompleteRunBody>;
+
+export const FailRunBody = Type.Object(
+  {
+    claim_token: ClaimToken,
+    error: Type.String({ minLength: 1, maxLength: 2000, description: 'Why it failed, for people' }),
+    token_usage: Type.Optional(UsageBody),
+  },
+  { additionalProperties: false },
+);
+export type FailRunBodyT = Static<typeof FailRunBody>;

@@ -23,7 +23,7 @@ import {
 import { findAgent, type AgentRow } from './agents.repository.ts';
 import { getAgentRow } from './agents.service.ts';
 import { RUN_STATUSES, type RunStatus, type TokenUsage } from './agents.tables.ts';
-import { notify } from './notifications.service.ts';
+import { notify, type NotifyDeps } from './notifications.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 export const AGENT_RUN_QUEUE = 'remit.agent.run';
@@ -103,6 +103,12 @@ export function toRunItem(row: RunRow, fields: readonly RunAttribute[] = DEFAULT
     task_uid: row.taskUid,
     error: row.error,
     outcome: row.outcome,
+    input: row.input,
+    trigger: row.trigger,
+    claimed_by: row.claimedBy,
+    claimed_at: row.claimedAt,
+    lease_expires_at: row.leaseExpiresAt,
+    lease_lapses: row.leaseLapses,
   };
   const attributes: Partial<Record<RunAttribute, unknown>> = {};
   for (const field of fields) attributes[field] = all[field];
@@ -111,7 +117,7 @@ export function toRunItem(row: RunRow, fields: readonly RunAttribute[] = DEFAULT
 const DEFAULT_FIELDS = RUN_ATTRIBUTES.filter((f) => f !== 'token_usage');
 export type RunItem = ReturnType<typeof toRunItem>;
 
-function sparseFields(ctx: RequestContext, value: string | undefined): readonly RunAttribute[] {
+export function sparseFields(ctx: RequestContext, value: string | undefined): readonly RunAttribute[] {
   if (value === undefined || value.trim() === '') return DEFAULT_FIELDS;
   const fields = value.split(',').map((f) => f.trim());
   for (const f of fields)
@@ -129,15 +135,21 @@ const instant = (value: string | undefined): Date | undefined => {
   return new Date(withZone);
 };
 
-export async function listActivities(db: Db, ctx: RequestContext, agentUid: string, query: ActivitiesQueryT) {
-  const agent = await getAgentRow(db, ctx, agentUid);
-  const statuses = query.status
+/** `status=a,b`: the run statuses named, or undefined for none; 400 for an unknown one. */
+export function parseStatuses(value: string | undefined): RunStatus[] | undefined {
+  const statuses = value
     ?.split(',')
     .map((s) => s.trim())
     .filter(Boolean);
   for (const s of statuses ?? [])
     if (!(RUN_STATUSES as readonly string[]).includes(s))
       throw badParameter('status', `Unknown run status "${s}"; one of ${RUN_STATUSES.join(', ')}`);
+  return statuses as RunStatus[] | undefined;
+}
+
+export async function listActivities(db: Db, ctx: RequestContext, agentUid: string, query: ActivitiesQueryT) {
+  const agent = await getAgentRow(db, ctx, agentUid);
+  const statuses = parseStatuses(query.status);
   // The permission is the caller's in the agent's organization (not the call's default one).
   const fields = sparseFields(inOrganization(ctx, agent.organizationUid), query['fields[agent-runs]']);
   const sort = parseSort<runsRepo.RunSortField>(query.sort, '-started_on');
@@ -147,7 +159,7 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
     agent.organizationUid,
     agent.uid,
     {
-      statuses: statuses as RunStatus[] | undefined,
+      statuses,
       startedFrom: instant(query.started_on_from),
       startedTo: instant(query.started_on_to),
       completedFrom: instant(query.completed_on_from),
@@ -188,7 +200,7 @@ const RUN_EVENTS = {
 } as const;
 
 /** The event a run's new status calls for (started, completed, failed; none for the others). */
-async function emitRunEvent(tx: DbOrTx, jobs: Jobs, run: RunRow): Promise<void> {
+export async function emitRunEvent(tx: DbOrTx, jobs: Jobs, run: RunRow): Promise<void> {
   const type = RUN_EVENTS[run.status as keyof typeof RUN_EVENTS];
   if (!type) return;
   await emitEvent(
@@ -336,7 +348,50 @@ export function registerExecutor(agentType: string, executor: AgentExecutor): vo
   executors.set(agentType, executor);
 }
 
-export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'stopped' | 'skipped';
+/** Whether Remit's workers execute this agent type's runs (else an outside runtime claims them). */
+export function hasBuiltInExecutor(agentType: string): boolean {
+  return executors.has(agentType);
+}
+
+/** The agent types Remit's workers execute. */
+export function builtInAgentTypes(): string[] {
+  return [...executors.keys()];
+}
+
+/** The `outcome` notification of a completed run: the same for built-in executors and outside runtimes. */
+export function notifyOutcome(deps: NotifyDeps, agent: AgentRow, run: RunRow, outcome: RunOutcome) {
+  return notify(deps, {
+    agent,
+    event: 'outcome',
+    text: `${agent.name} finished a run (trigger: ${run.triggerType}): ${outcome.summary}`,
+    runUid: run.uid,
+    taskUid: run.taskUid ?? uidOf(outcome.task_uid),
+    invoiceUid: uidOf(outcome.invoice_uid),
+    sandbox: run.sandbox,
+  });
+}
+
+/** The `error` notification of a failed run, naming the task and invoice it was about when known. */
+export function notifyFailure(
+  deps: NotifyDeps,
+  agent: AgentRow,
+  run: RunRow,
+  message: string,
+  about: { taskUid?: string | null; invoiceUid?: string | null } = {},
+) {
+  return notify(deps, {
+    agent,
+    event: 'error',
+    text: `${agent.name} failed during a run (trigger: ${run.triggerType}): ${message}`,
+    runUid: run.uid,
+    taskUid: run.taskUid ?? about.taskUid ?? null,
+    invoiceUid: about.invoiceUid ?? null,
+    sandbox: run.sandbox,
+  });
+}
+
+/** `outside`: the agent type has no built-in executor; the run stays pending for a runtime to claim. */
+export type ExecuteResult = 'completed' | 'failed' | 'cancelled' | 'stopped' | 'skipped' | 'outside';
 
 /** The job: pending → running → completed | failed | stopped (or cancelled from outside). */
 export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<ExecuteResult> {
@@ -345,22 +400,15 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
   if (!pending || pending.status !== 'pending') return 'skipped';
   const agent = await findAgent(env.db, [org], pending.agentUid);
   if (!agent) return 'skipped';
+  const executor = executors.get(agent.agentType);
+  // Left as it is: an outside runtime claims it through the API (docs/agents.md#runs-of-outside-runtimes).
+  if (!executor) return 'outside';
   const run = await moveRunAndEmit(env, org, pending.uid, ['pending'], 'running', {
     startedOn: new Date(),
   });
   if (!run) return 'skipped';
 
   const usage: TokenUsage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
-  const executor = executors.get(agent.agentType);
-  if (!executor) {
-    await runsRepo.moveRun(env.db, org, run.uid, ['running'], 'stopped', {
-      completedOn: new Date(),
-      outcome: {
-        summary: `Agent type "${agent.agentType}" has no built-in executor; an outside runtime runs it`,
-      },
-    });
-    return 'stopped';
-  }
   const step: RunStep = {
     run,
     agent,
@@ -390,15 +438,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
       tokenUsage: usage,
     });
     if (!done) return 'cancelled';
-    await notify(notifyDeps, {
-      agent,
-      event: 'outcome',
-      text: `${agent.name} finished a run (trigger: ${run.triggerType}): ${outcome.summary}`,
-      runUid: run.uid,
-      taskUid: run.taskUid ?? uidOf(outcome.task_uid),
-      invoiceUid: uidOf(outcome.invoice_uid),
-      sandbox: run.sandbox,
-    });
+    await notifyOutcome(notifyDeps, agent, run, outcome);
     return 'completed';
   } catch (error) {
     if (error instanceof RunInterrupted) {
@@ -420,16 +460,7 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
       error: message,
       tokenUsage: usage,
     });
-    if (failed)
-      await notify(notifyDeps, {
-        agent,
-        event: 'error',
-        text: `${agent.name} failed during a run (trigger: ${run.triggerType}): ${message}`,
-        runUid: run.uid,
-        taskUid: run.taskUid ?? about?.taskUid ?? null,
-        invoiceUid: about?.invoiceUid ?? null,
-        sandbox: run.sandbox,
-      });
+    if (failed) await notifyFailure(notifyDeps, agent, run, message, about ?? {});
     return 'failed';
   }
 }

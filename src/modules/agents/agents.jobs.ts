@@ -7,6 +7,7 @@ import {
   failAbandonedRuns,
   type AgentRunJobData,
 } from './agent-runs.service.ts';
+import { releaseLapsedClaims, stopUnclaimedRuns } from './agent-run-claims.service.ts';
 import { AGENT_SCHEDULE_QUEUE, runDueSchedules } from './agent-schedules.ts';
 import { sendDigests } from './notifications.service.ts';
 import {
@@ -22,10 +23,12 @@ import {
 
 export const AGENT_DIGEST_QUEUE = 'remit.agent.digest';
 export const AGENT_MAINTENANCE_QUEUE = 'remit.agent.maintenance';
+export const AGENT_LEASES_QUEUE = 'remit.agent.leases';
 
 /**
- * Agent runs: one job per run, enqueued with the run row; schedules checked every minute; runs a dead
- * worker left `running` failed hourly; digests daily (docs/agents.md).
+ * Agent runs: one job per run, enqueued with the run row; schedules checked every minute; outside
+ * runtimes' lapsed leases taken back every minute; runs a dead worker left `running` failed, and runs
+ * no runtime claimed stopped, hourly; digests daily (docs/agents.md).
  */
 export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
@@ -53,9 +56,12 @@ export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): 
   });
   await jobs.schedule(AGENT_DIGEST_QUEUE, '0 8 * * *');
   // Runs a dead worker left `running` for over an hour: failed, so they do not look alive forever.
+  // Runs no outside runtime claimed for days: stopped, so an old approval is not acted on at last.
   await jobs.define(AGENT_MAINTENANCE_QUEUE, async () => {
     const abandoned = await failAbandonedRuns(database.db, jobs);
     if (abandoned > 0) log.info({ abandoned_runs_failed: abandoned }, 'abandoned agent runs failed');
+    const unclaimed = await stopUnclaimedRuns(database.db);
+    if (unclaimed > 0) log.info({ unclaimed_runs_stopped: unclaimed }, 'unclaimed agent runs stopped');
   });
   await jobs.schedule(AGENT_MAINTENANCE_QUEUE, '17 * * * *');
 
@@ -84,4 +90,10 @@ export async function registerAgentJobs(deps: JobDeps, log: FastifyBaseLogger): 
     if (swept > 0) log.warn({ swept }, 'chat posts without a job enqueued again');
   });
   await jobs.schedule(CHAT_SWEEP_QUEUE, '* * * * *');
+  // Outside runtimes' claims whose lease lapsed: pending again (or failed after too many lapses).
+  await jobs.define(AGENT_LEASES_QUEUE, async () => {
+    const result = await releaseLapsedClaims({ db: database.db, jobs, chat: deps.clients.chat });
+    if (result.released + result.failed > 0) log.info(result, 'lapsed agent run claims released');
+  });
+  await jobs.schedule(AGENT_LEASES_QUEUE, '* * * * *');
 }

@@ -123,6 +123,15 @@ export const agentRuns = pgTable(
       .notNull()
       .default({ prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 }),
     cancelRequested: boolean('cancel_requested').notNull().default(false),
+    // Migration 0025: the claim of an outside runtime (docs/agents.md#runs-of-outside-runtimes). Only a
+    // hash of the claim token is kept; the lease is renewed by heartbeats and taken back when it lapses.
+    claimTokenHash: text('claim_token_hash'),
+    claimedBy: text('claimed_by'),
+    claimedAt: at('claimed_at'),
+    leaseSeconds: integer('lease_seconds'),
+    leaseExpiresAt: at('lease_expires_at'),
+    /** How many times a claim's lease lapsed (the run went back to pending); too many fail it. */
+    leaseLapses: integer('lease_lapses').notNull().default(0),
     startedOn: at('started_on'),
     completedOn: at('completed_on'),
     createdOn: at('created_on').notNull().defaultNow(),
@@ -131,6 +140,13 @@ export const agentRuns = pgTable(
   (t) => [
     index('agent_runs_agent_started_idx').on(t.organizationUid, t.agentUid, t.startedOn.desc(), t.uid),
     index('agent_runs_agent_created_idx').on(t.organizationUid, t.agentUid, t.createdOn.desc(), t.uid),
+    // Migration 0025: runs waiting for an outside runtime, oldest first; leases the sweep takes back.
+    index('agent_runs_pending_idx')
+      .on(t.organizationUid, t.createdOn, t.uid)
+      .where(sql`status = 'pending'`),
+    index('agent_runs_lease_idx')
+      .on(t.leaseExpiresAt)
+      .where(sql`status = 'running' and lease_expires_at is not null`),
     // At most one follow-up run per resolved approval.
     uniqueIndex('agent_runs_task_key')
       .on(t.organizationUid, t.taskUid)

@@ -16,7 +16,7 @@ export const EVENT_TYPES = [
   'work_task.created',
   'work_task.assigned',
   'work_task.approval_requested',
-  'work_task.approval_decided',
+  'approval.decided',
   'agent_run.started',
   'agent_run.completed',
   'agent_run.failed',
@@ -27,6 +27,32 @@ export const EVENT_TYPES = [
   'knowledge.failed',
 ] as const;
 export type SubscribableEventType = (typeof EVENT_TYPES)[number];
+
+/**
+ * Old names still accepted where a type is named (an endpoint's `event_types`, the `type` filter of
+ * `GET /api/events`) and stored as the new one: one name per event in subscriptions, deliveries and the
+ * event list (docs/webhooks.md#renamed-types). `work_task.approval_decided` became `approval.decided`,
+ * the name issue 21 gives it.
+ */
+export const DEPRECATED_EVENT_TYPES = {
+  'work_task.approval_decided': 'approval.decided',
+} as const satisfies Record<string, SubscribableEventType>;
+export type DeprecatedEventType = keyof typeof DEPRECATED_EVENT_TYPES;
+/** What a caller may name: every type and the deprecated aliases. */
+export const ACCEPTED_EVENT_TYPES = [
+  ...EVENT_TYPES,
+  ...(Object.keys(DEPRECATED_EVENT_TYPES) as DeprecatedEventType[]),
+] as const;
+
+/** The current name of a type a caller named (an alias becomes its new name). */
+export function canonicalEventType<T extends string>(
+  type: T,
+): Exclude<T, DeprecatedEventType> | SubscribableEventType {
+  return (
+    (DEPRECATED_EVENT_TYPES as Record<string, SubscribableEventType>)[type] ??
+    (type as Exclude<T, DeprecatedEventType>)
+  );
+}
 
 /** Sent only by `POST …/webhook-endpoints/{uid}/test`, to that endpoint, whatever it subscribes to. */
 export const TEST_EVENT_TYPE = 'webhook.test';

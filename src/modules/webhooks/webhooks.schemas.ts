@@ -10,7 +10,7 @@ import {
   Uuid,
 } from '../../platform/http/schemas.ts';
 import { DELIVERY_STATUSES } from './webhooks.tables.ts';
-import { ALL_EVENT_TYPES, EVENT_TYPES } from './webhook-signing.ts';
+import { ACCEPTED_EVENT_TYPES, ALL_EVENT_TYPES, TEST_EVENT_TYPE } from './webhook-signing.ts';
 
 export const WebhookEndpoint = Type.Object(
   {
@@ -82,9 +82,10 @@ const Url = Type.String({
   description: 'http(s); private, loopback and link-local addresses are refused',
 });
 const Description = Type.String({ maxLength: 500 });
-const EventTypes = Type.Array(literals(EVENT_TYPES), {
-  maxItems: EVENT_TYPES.length,
-  description: 'The event types to send; empty or absent: every one',
+const EventTypes = Type.Array(literals(ACCEPTED_EVENT_TYPES), {
+  maxItems: ACCEPTED_EVENT_TYPES.length,
+  description:
+    'The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided)',
 });
 
 export const CreateEndpointBody = Type.Object(
@@ -116,7 +117,7 @@ export const ListDeliveriesQuery = Type.Object({
 });
 export const ListEventsQuery = Type.Object({
   organization_uid: Type.Optional(Uuid),
-  type: Type.Optional(literals(ALL_EVENT_TYPES)),
+  type: Type.Optional(literals([...ACCEPTED_EVENT_TYPES, TEST_EVENT_TYPE])),
   entity_uid: Type.Optional(Uuid),
   ...pageQuery(25),
 });

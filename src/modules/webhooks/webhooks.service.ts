@@ -20,11 +20,13 @@ import {
   type AuditOrigin,
 } from '../audit/audit.service.ts';
 import {
+  canonicalEventType,
   DISABLE_AFTER_MS,
   generateWebhookSecret,
   nextAttemptAfter,
   signedHeaders,
   TEST_EVENT_TYPE,
+  type DeprecatedEventType,
   type EventType,
   type SubscribableEventType,
 } from './webhook-signing.ts';
@@ -230,11 +232,14 @@ const auditState = (row: repo.EndpointRow) => ({
 export interface EndpointInput {
   url?: string | undefined;
   description?: string | undefined;
-  event_types?: SubscribableEventType[] | undefined;
+  /** Current names or deprecated aliases (stored as current names). */
+  event_types?: (SubscribableEventType | DeprecatedEventType)[] | undefined;
   enabled?: boolean | undefined;
 }
 
-const uniqueTypes = (types: readonly string[] | undefined) => [...new Set(types ?? [])].sort();
+/** Stored under their current names (an alias becomes its new name), once each, sorted. */
+const uniqueTypes = (types: readonly string[] | undefined) =>
+  [...new Set((types ?? []).map(canonicalEventType))].sort();
 
 export async function createEndpoint(
   db: Db,
@@ -445,7 +450,11 @@ export async function listEvents(
   const { items, total } = await repo.listEvents(
     db,
     ctx.organizationUid,
-    { since: new Date(now.getTime() - EVENT_RETENTION_MS), type: filter.type, entityUid: filter.entity_uid },
+    {
+      since: new Date(now.getTime() - EVENT_RETENTION_MS),
+      type: filter.type === undefined ? undefined : canonicalEventType(filter.type),
+      entityUid: filter.entity_uid,
+    },
     { limit: page.perPage, offset: offsetOf(page) },
   );
   return { items: items.map(toEventView), total };

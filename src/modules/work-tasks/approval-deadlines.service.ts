@@ -48,7 +48,7 @@ async function sweep(
 /**
  * Ends every undecided approval whose deadline is at or before `now`: status `canceled`, resolution
  * `expired`, no follow-up run (the agent's action does not happen), a change-log entry by Remit, the
- * audit event `task.expired` and the webhook `work_task.approval_decided` with decision `expired`.
+ * audit event `task.expired` and the webhook `approval.decided` with decision `expired`.
  * Returns how many.
  */
 export async function expireDueApprovals(db: Db, jobs: Jobs, now = new Date(), batch = 100): Promise<number> {
@@ -90,7 +90,7 @@ async function expireApproval(tx: DbOrTx, jobs: Jobs, due: repo.DueTask, now: Da
   ]);
   const view = await viewTask(tx, expired);
   await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'decided' });
-  await emitEvent(tx, jobs, { organizationUid: org }, 'work_task.approval_decided', taskEntity(expired), {
+  await emitEvent(tx, jobs, { organizationUid: org }, 'approval.decided', taskEntity(expired), {
     work_task: view,
     decision: 'expired',
   });

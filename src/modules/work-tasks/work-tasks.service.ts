@@ -714,7 +714,7 @@ async function resolveApproval(
   }
   const view = await viewOf(tx, resolved);
   await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'decided' });
-  await emitEvent(tx, jobs, ctx, 'work_task.approval_decided', taskEntity(task), {
+  await emitEvent(tx, jobs, ctx, 'approval.decided', taskEntity(task), {
     work_task: view,
     decision: body.action,
   });

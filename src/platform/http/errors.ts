@@ -30,6 +30,8 @@ export const ERROR_CODES = {
   already_approved: 409,
   approval_expired: 409,
   invalid_state: 409,
+  run_claimed: 409,
+  claim_mismatch: 409,
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
   token_used: 409,

@@ -472,6 +472,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   already_approved: 'the caller already approved this; the policy needs approvals from other people',
   approval_expired: 'the approval passed its policy’s deadline: nobody decides it any more',
   invalid_state: 'the resource’s current state does not allow this',
+  run_claimed: 'the agent run is already running under another claim (the message names who holds it)',
+  claim_mismatch: 'the claim token is not the agent run’s current claim (another holder, or a lapsed lease)',
   idempotency_key_in_use: 'the first request with this Idempotency-Key is still running',
   sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',
   token_used: 'the emailed link was already used',
