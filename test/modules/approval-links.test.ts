@@ -602,7 +602,10 @@ describe('POST /api/approval-links/decide', () => {
     expect(looked.status).toBe(200);
     expect(looked.body.data.link.used_action).toBe('reject');
     expect(looked.body.data.task).toMatchObject({ status: 'canceled', resolution: 'rejected' });
-    expect(await runsOf(task.uid)).toHaveLength(0);
+    // The agent hears of the rejection (one follow-up run, carrying it); nothing is approved.
+    const runs = await runsOf(task.uid);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.input).toMatchObject({ decision: { action: 'reject', note: 'Client already paid' } });
   });
 
   it('a rejection needs a reason: 422, and the link is not spent', async () => {

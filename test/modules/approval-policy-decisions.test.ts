@@ -362,7 +362,9 @@ describe('several approvals (the two-person rule)', () => {
       resolution: 'rejected',
       required_approvals: 3,
     });
-    expect(await runsOf(task.uid)).toHaveLength(0);
+    // One follow-up run, telling the agent of the rejection.
+    const runs = await runsOf(task.uid);
+    expect(runs.map((r) => (r.input as any).decision.action)).toEqual(['reject']);
   });
 
   it('an approval with edits replaces the arguments and starts the count again: the editor’s approval is the first', async () => {
