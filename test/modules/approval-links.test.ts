@@ -685,7 +685,10 @@ describe('races', () => {
         byLink.status === 200 ? p.orgA.member.userUid : p.orgA.admin.userUid,
       );
       if (byLink.status === 409) expect(byLink.body.message).toContain('by A Admin');
-      expect(await runsOf(task.uid)).toHaveLength(stored.resolution === 'approved' ? 1 : 0);
+      // One run, carrying the decision that won (a rejection's tells the agent).
+      expect((await runsOf(task.uid)).map((r) => (r.input as any).decision.action)).toEqual([
+        stored.resolution === 'approved' ? 'approve' : 'reject',
+      ]);
       const uses = await t.db.select().from(approvalLinkUses).where(eq(approvalLinkUses.taskUid, task.uid));
       expect(uses).toHaveLength(byLink.status === 200 ? 1 : 0);
     }
