@@ -810,7 +810,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a work task with its context entities and change log; `wait` holds it until decided */
+        /** Get a work task with its context entities and change log; `wait` holds it until decided or responded to */
         get: operations["getWorkTask"];
         put?: never;
         post?: never;
@@ -818,8 +818,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update a task, or resolve a hil_approval (action approve|reject)
-         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
+         * Update a task, or answer a hil_approval (action approve|reject|respond)
+         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), resolution_note (required to reject), feedback (respond only, required: the approval stays open and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
          */
         patch: operations["updateWorkTask"];
         trace?: never;
@@ -2063,6 +2063,14 @@ export interface components {
             }[];
             expires_at?: string | null;
             escalated_at?: string | null;
+            response?: {
+                feedback: string;
+                /** Format: uuid */
+                user_uid: string;
+                user_name: string;
+                /** Format: date-time */
+                at: string;
+            } | null;
             _warning?: string;
         };
         /** ApprovalPolicy */
@@ -3059,11 +3067,15 @@ export interface components {
                 /** Format: uuid */
                 entity_uid: string;
             }[];
-            action?: "approve" | "reject";
+            /** @description approve (optionally with edited tool_args), reject (resolution_note required), or respond: feedback to the agent without deciding (feedback required; the approval stays open) */
+            action?: "approve" | "reject" | "respond";
             tool_args?: {
                 [key: string]: unknown;
             };
+            /** @description required to reject (the reason); a note with an approval */
             resolution_note?: string;
+            /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
+            feedback?: string;
         };
     };
     responses: {
@@ -8082,7 +8094,7 @@ export interface operations {
     getWorkTask: {
         parameters: {
             query?: {
-                /** @description Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers as soon as the approval is decided, or with the pending task once `wait` has passed. Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision). */
+                /** @description Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers as soon as the approval is decided or a person responds to it with feedback (a new `response`), or with the pending task once `wait` has passed. Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision). */
                 wait?: number;
                 organization_uid?: string;
             };
@@ -10205,7 +10217,7 @@ export interface operations {
                 entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */
