@@ -454,3 +454,78 @@ describe('the agent revises (reviseApproval)', () => {
     await expect(revise(runtime.uid, payment.uid, null, {})).rejects.toMatchObject({ code: 'not_found' });
   });
 });
+
+describe('PATCH /api/agents/{agent_uid}/approvals/{task_uid}: an outside runtime revises', () => {
+  const revise = (agentUid: string, taskUid: string, body: Record<string, unknown>, key = p.orgA.admin.key) =>
+    call(t.app, 'PATCH', `/api/agents/${agentUid}/approvals/${taskUid}`, { key, body });
+
+  it('answers the pending feedback: merged tool_args, new reasoning, pending again; approval_required is recorded', async () => {
+    const runtime = await agent();
+    const task = await raise(runtime.uid);
+    await ok(answer(task.uid, { action: 'respond', feedback: 'Say it is the second notice' }, alan.key));
+    const revised = await ok(
+      revise(
+        runtime.uid,
+        task.uid,
+        {
+          tool_args: { subject: 'Second notice: AR-7' },
+          reasoning: 'AR-7 is overdue; second notice as asked',
+          summary: 'Subject now says second notice',
+        },
+        p.orgA.member.key,
+      ),
+    );
+    expect(revised).toMatchObject({
+      status: 'todo',
+      resolution: null,
+      response: null,
+      reasoning: 'AR-7 is overdue; second notice as asked',
+      tool_args: { ...EMAIL, subject: 'Second notice: AR-7' },
+    });
+    expect(revised.change_log.at(-1)).toMatchObject({
+      action: 'revised',
+      by_type: 'agent',
+      by_name: runtime.name,
+      details: {
+        summary: 'Subject now says second notice',
+        feedback: 'Say it is the second notice',
+        edited_tool_args: ['subject'],
+      },
+    });
+    const revisedEvent = (await auditOf(task.uid)).find((e) => e.action === 'task.revised');
+    expect(revisedEvent).toMatchObject({ actor_user_uid: p.orgA.member.userUid });
+    const notes = await ok(
+      call(t.app, 'GET', `/api/agents/${runtime.uid}/notifications`, { key: p.orgA.admin.key }),
+    );
+    expect(notes.items[0]).toMatchObject({ event: 'approval_required', task_uid: task.uid });
+    expect(notes.items[0].text).toContain('revised its request');
+    // Without feedback pending it revises all the same; the summary defaults.
+    const again = await ok(revise(runtime.uid, task.uid, { tool_args: { body: 'Shorter.' } }));
+    expect(again.change_log.at(-1).details).toMatchObject({
+      summary: 'Revised tool_args',
+      feedback: null,
+      edited_tool_args: ['body'],
+    });
+  });
+
+  it('refused: decided → 409; another agent’s approval or another organization’s → 404; bad body → 422; no key 401; no scope 403', async () => {
+    const runtime = await agent();
+    const other = await agent();
+    const task = await raise(runtime.uid);
+    const body = { tool_args: { subject: 'x' } };
+    expectErrorBody(await revise(other.uid, task.uid, body), 404, 'not_found');
+    expectErrorBody(await revise(runtime.uid, crypto.randomUUID(), body), 404, 'not_found');
+    expectErrorBody(await revise(runtime.uid, task.uid, body, p.orgB.admin.key), 404, 'not_found');
+    expectErrorBody(await revise(runtime.uid, task.uid, {}), 422, 'validation_failed');
+    expectErrorBody(await revise(runtime.uid, task.uid, { ...body, title: 'x' }), 422, 'validation_failed');
+    expectErrorBody(
+      await call(t.app, 'PATCH', `/api/agents/${runtime.uid}/approvals/${task.uid}`, { body }),
+      401,
+    );
+    const readOnly = await p.keyWithScopes(['work_tasks:read', 'agents:write']);
+    expectErrorBody(await revise(runtime.uid, task.uid, body, readOnly), 403, 'missing_scope');
+    expect((await read(task.uid)).tool_args).toEqual(EMAIL);
+    await ok(answer(task.uid, { action: 'reject', resolution_note: 'No' }));
+    expectErrorBody(await revise(runtime.uid, task.uid, body), 409, 'already_resolved');
+  });
+});

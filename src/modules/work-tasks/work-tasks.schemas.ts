@@ -239,6 +239,30 @@ export const RaiseApprovalBody = Type.Object(
 );
 export type RaiseApprovalBodyT = Static<typeof RaiseApprovalBody>;
 
+/** An agent's revision of its own approval, still undecided (usually in answer to a person's feedback). */
+export const ReviseApprovalBody = Type.Object(
+  {
+    tool_args: Type.Record(Type.String(), Type.Unknown(), {
+      maxProperties: 100,
+      description: 'the revised members, merged over the current tool_args (as a reviewer’s edits are)',
+    }),
+    reasoning: Type.Optional(
+      Type.String({ maxLength: 20_000, description: 'replaces the reasoning; absent: it stays' }),
+    ),
+    summary: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description: 'what was revised and why, for the change log (default: "Revised tool_args")',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ReviseApprovalBodyT = Static<typeof ReviseApprovalBody>;
+
+export const AgentApprovalParams = Type.Object({ agent_uid: Uuid, task_uid: Uuid });
+
 export const TASK_SORT_FIELDS = ['created_at', 'updated_at', 'due_date', 'priority', 'status'] as const;
 
 export const ListTasksQuery = Type.Object({

@@ -943,8 +943,11 @@ export interface ReviseApprovalInput {
   taskUid: string;
   /** The revised members, merged over the current `tool_args` as a person's edits are. */
   toolArgs: Record<string, unknown>;
-  /** The response this revision answers (its `at` names it), or null for a revision of the agent's own. */
-  answering: { feedback: string; at: string } | null;
+  /**
+   * The response this revision answers (its `at` names it); `pending`: whatever response is pending when
+   * it lands (an outside runtime's revision over HTTP); null: a revision of the agent's own.
+   */
+  answering: { feedback: string; at: string } | 'pending' | null;
   /** One line for the change log: how it was revised ("rewrote the subject and body with the model"). */
   summary: string;
   /** A new `reasoning`, when the agent has more to say; else it stays. */
@@ -979,7 +982,8 @@ export async function reviseApproval(tx: DbOrTx, input: ReviseApprovalInput): Pr
   );
   if (editedToolArgs.length > 0) await refuseEditThatChangesPolicy(tx, task, toolArgs);
   const discardedApprovals = editedToolArgs.length > 0 ? await repo.deleteApprovals(tx, org, task.uid) : 0;
-  const answered = !task.response || (input.answering !== null && task.response.at === input.answering.at);
+  const answering = input.answering === 'pending' ? task.response : input.answering;
+  const answered = !task.response || (answering !== null && task.response.at === answering.at);
   const stillCounted = editedToolArgs.length > 0 ? 0 : await repo.countApprovals(tx, org, task.uid);
   const updated = await repo.updateTask(tx, org, task.uid, {
     toolArgs,
@@ -989,7 +993,7 @@ export async function reviseApproval(tx: DbOrTx, input: ReviseApprovalInput): Pr
   await repo.insertChanges(tx, org, task.uid, [
     change(agentActor(input.agent), 'revised', {
       summary: input.summary,
-      feedback: input.answering?.feedback ?? null,
+      feedback: answering?.feedback ?? null,
       edited_tool_args: editedToolArgs,
       ...(discardedApprovals > 0 ? { discarded_approvals: discardedApprovals } : {}),
     }),
