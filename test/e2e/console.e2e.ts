@@ -336,7 +336,56 @@ describe('the console in a browser', { timeout: 60_000 }, () => {
       resolution_note: 'Hank promised payment by Friday on the phone.',
       resolved_by: { user_name: ADA.name },
     });
-    expect(await runsOf(task.uid)).toEqual([]);
+    // The agent hears of it: its follow-up run records the rejection and sends nothing.
+    const run = await until(async () => {
+      const [found] = await runsOf(task.uid);
+      return found && found.attributes.status === 'completed' ? found : undefined;
+    }, 'the rejection’s follow-up run');
+    expect(run.attributes.outcome).toMatchObject({ sent: false, rejected: true });
+  });
+
+  it('respond with feedback: the agent revises its draft and asks again; the revision is approved', async () => {
+    const task = await raiseApproval('Send a reminder to Globex (respond)');
+    await adaPage.goto(`${server.url}/app/inbox/${task.uid}`);
+    await adaPage.getByRole('heading', { name: 'Send a reminder to Globex (respond)' }).waitFor();
+    // Without feedback the page asks for it, and puts the cursor there.
+    await adaPage.getByRole('button', { name: 'Respond' }).click();
+    await adaPage.getByText('Write what the agent should change').waitFor();
+    await expect.poll(() => adaPage.evaluate(() => document.activeElement?.id ?? '')).toMatch(/-feedback$/);
+    const feedback = 'We can offer Globex a payment plan over three months.';
+    await adaPage.getByLabel('Feedback to the agent').fill(feedback);
+    await adaPage.getByRole('button', { name: 'Respond' }).click();
+    await adaPage.getByText('Feedback sent. Collector will revise the request').waitFor();
+    // Still pending, in the list, and nothing was decided.
+    await adaPage.getByRole('link', { name: /Send a reminder to Globex \(respond\)/ }).waitFor();
+
+    // The collections agent's follow-up run adds the feedback to the draft (no language model here).
+    const revised = await until(async () => {
+      const current = await getTask(task.uid);
+      return current.change_log.some((entry) => entry.action === 'revised') ? current : undefined;
+    }, 'the revision');
+    expect(revised).toMatchObject({ status: 'todo', resolution: null, response: null });
+    expect(revised.tool_args?.body).toContain(feedback);
+    // The page's poll brings the revised draft: the feedback now in the proposed body.
+    const detail = adaPage.getByRole('article');
+    await expect
+      .poll(() => detail.getByRole('definition').allTextContents(), { timeout: 15_000 })
+      .toContainEqual(expect.stringContaining(feedback));
+    await checkPage(adaPage, 'approval-revised', { fullPage: true });
+
+    await adaPage.getByRole('button', { name: 'Approve', exact: true }).click();
+    await adaPage.getByText('Approved “Send a reminder to Globex (respond)”.').waitFor();
+    const sent = await until(async () => {
+      return (await runsOf(task.uid)).find(
+        (run) =>
+          run.attributes.status === 'completed' &&
+          (run.attributes.outcome as { sent?: boolean } | null)?.sent === true,
+      );
+    }, 'the approved revision to be sent');
+    const draft = await api.GET('/api/email/drafts/{uid}', {
+      params: { path: { uid: (sent.attributes.outcome as { draft_uid: string }).draft_uid } },
+    });
+    expect(draft.body_text).toContain(feedback);
   });
 
   it('two people decide the same approval at once: one wins, the other tab says who', async () => {

@@ -602,7 +602,10 @@ describe('POST /api/approval-links/decide', () => {
     expect(looked.status).toBe(200);
     expect(looked.body.data.link.used_action).toBe('reject');
     expect(looked.body.data.task).toMatchObject({ status: 'canceled', resolution: 'rejected' });
-    expect(await runsOf(task.uid)).toHaveLength(0);
+    // The agent hears of the rejection (one follow-up run, carrying it); nothing is approved.
+    const runs = await runsOf(task.uid);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.input).toMatchObject({ decision: { action: 'reject', note: 'Client already paid' } });
   });
 
   it('a rejection needs a reason: 422, and the link is not spent', async () => {
@@ -682,7 +685,10 @@ describe('races', () => {
         byLink.status === 200 ? p.orgA.member.userUid : p.orgA.admin.userUid,
       );
       if (byLink.status === 409) expect(byLink.body.message).toContain('by A Admin');
-      expect(await runsOf(task.uid)).toHaveLength(stored.resolution === 'approved' ? 1 : 0);
+      // One run, carrying the decision that won (a rejection's tells the agent).
+      expect((await runsOf(task.uid)).map((r) => (r.input as any).decision.action)).toEqual([
+        stored.resolution === 'approved' ? 'approve' : 'reject',
+      ]);
       const uses = await t.db.select().from(approvalLinkUses).where(eq(approvalLinkUses.taskUid, task.uid));
       expect(uses).toHaveLength(byLink.status === 200 ? 1 : 0);
     }

@@ -362,7 +362,9 @@ describe('several approvals (the two-person rule)', () => {
       resolution: 'rejected',
       required_approvals: 3,
     });
-    expect(await runsOf(task.uid)).toHaveLength(0);
+    // One follow-up run, telling the agent of the rejection.
+    const runs = await runsOf(task.uid);
+    expect(runs.map((r) => (r.input as any).decision.action)).toEqual(['reject']);
   });
 
   it('an approval with edits replaces the arguments and starts the count again: the editor’s approval is the first', async () => {
@@ -472,7 +474,7 @@ describe('races (they have teeth on PostgreSQL, where requests run in parallel)'
     }
   });
 
-  it('the last approval and a rejection at once: one wins, the other is 409; a run exists exactly when the approval won', async () => {
+  it('the last approval and a rejection at once: one wins, the other is 409; one run carries the decision that won', async () => {
     const payer = await agent();
     await policy({ agent_uid: payer.uid, approver_roles: ['admin', 'member'], required_approvals: 2 });
     for (let round = 0; round < 3; round += 1) {
@@ -490,7 +492,10 @@ describe('races (they have teeth on PostgreSQL, where requests run in parallel)'
       );
       const stored = await read(task.uid);
       expect(['approved', 'rejected']).toContain(stored.resolution);
-      expect(await runsOf(task.uid)).toHaveLength(stored.resolution === 'approved' ? 1 : 0);
+      // One run, carrying the decision that won (a rejection's tells the agent).
+      expect((await runsOf(task.uid)).map((r) => (r.input as any).decision.action)).toEqual([
+        stored.resolution === 'approved' ? 'approve' : 'reject',
+      ]);
     }
   });
 

@@ -10,7 +10,7 @@ import { runDueSchedules } from '../../src/modules/agents/agent-schedules.ts';
 import { findAgent } from '../../src/modules/agents/agents.repository.ts';
 import { agentRuns } from '../../src/modules/agents/agents.tables.ts';
 import { emailDrafts } from '../../src/modules/email/email-drafts.tables.ts';
-import { initOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
+import { addUserToOrganization, initOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import { workTaskContextEntities, workTasks } from '../../src/modules/work-tasks/work-tasks.tables.ts';
 import {
   createAgent,
@@ -110,6 +110,24 @@ async function followUpOf(app: TestApp, key: string, taskUid: string) {
     async () => (await app.db.select().from(agentRuns).where(eq(agentRuns.taskUid, taskUid)))[0],
     'the follow-up run',
   );
+  return waitForRun(app, key, row.uid);
+}
+
+/** A person's answer to an approval (PATCH), 200 expected. */
+async function answer(app: TestApp, key: string, taskUid: string, body: Record<string, unknown>) {
+  const res = await call(app.app, 'PATCH', `/api/work-tasks/${taskUid}`, { key, body });
+  expect(res.status, res.raw).toBe(200);
+  return res.body.data;
+}
+
+/** The newest follow-up run of the task that acts on `action` (input.decision), once it has ended. */
+async function runOfAnswer(app: TestApp, key: string, taskUid: string, action: string, nth = 1) {
+  const row = await until(async () => {
+    const runs = (await app.db.select().from(agentRuns).where(eq(agentRuns.taskUid, taskUid))).filter(
+      (r) => (r.input as any).decision?.action === action,
+    );
+    return runs.length >= nth ? runs.sort((a, b) => +a.createdOn - +b.createdOn)[nth - 1] : undefined;
+  }, `the follow-up run of ${action} #${nth}`);
   return waitForRun(app, key, row.uid);
 }
 
@@ -479,6 +497,164 @@ describe('the rules around a reminder', () => {
   });
 });
 
+describe('answers other than an approval: reject and respond', () => {
+  it('reject: the follow-up run records who rejected it and why, and sends nothing (no email account needed)', async () => {
+    const { org, r, agent } = await scenario({ account: false });
+    const invoice = await r.invoice((await r.client()).uid);
+    const run = await runAgent(t, org.key, agent.uid);
+    const taskUid = run.attributes.outcome.approvals[0].task_uid;
+    const outboxBefore = await outboxCount(t);
+    const rejected = await answer(t, org.key, taskUid, {
+      action: 'reject',
+      resolution_note: 'The client called: paying Friday',
+    });
+    expect(rejected).toMatchObject({ status: 'canceled', resolution: 'rejected' });
+    expect(rejected).not.toHaveProperty('_warning');
+    const followUp = await runOfAnswer(t, org.key, taskUid, 'reject');
+    expect(followUp.attributes).toMatchObject({
+      status: 'completed',
+      trigger_type: 'approval',
+      task_uid: taskUid,
+      outcome: {
+        task_uid: taskUid,
+        invoice_uid: invoice.uid,
+        sent: false,
+        rejected: true,
+        summary: `Not sent: rejected by Olga Owner: The client called: paying Friday (task "${rejected.title}")`,
+      },
+    });
+    expect(await draftsAbout(t, invoice.uid)).toEqual([]);
+    expect(await outboxCount(t)).toBe(outboxBefore);
+    const [outcome] = await notes(t, org.key, agent.uid);
+    expect(outcome).toMatchObject({ event: 'outcome', task_uid: taskUid, invoice_uid: invoice.uid });
+    expect(outcome.text).toContain('Not sent: rejected by Olga Owner');
+  });
+
+  it('respond: the agent adds the feedback to its draft (no language model), discards partial approvals, asks again; the revision is what gets sent', async () => {
+    const { org, r, agent } = await scenario();
+    const maria = await addUserToOrganization(t.db, t.config.apiKeyPepper, {
+      organizationUid: org.uid,
+      email: `maria-${tag()}@acme.test`,
+      fullName: 'Maria Member',
+      role: 'member',
+    });
+    await post(t, org.key, '/api/approval-policies', {
+      name: 'Two people for reminders',
+      agent_uid: agent.uid,
+      approver_roles: ['admin', 'member'],
+      required_approvals: 2,
+    });
+    const client = await r.client('Globex Corp', `ap-${tag()}@globex.test`);
+    const invoice = await r.invoice(client.uid, { dueInDays: -12 });
+    const run = await runAgent(t, org.key, agent.uid);
+    const taskUid = run.attributes.outcome.approvals[0].task_uid;
+    const raised = await task(t, org.key, taskUid);
+
+    // Olga approves (1 of 2); Maria answers with feedback instead of deciding.
+    expect(await answer(t, org.key, taskUid, { action: 'approve' })).toMatchObject({ status: 'in_review' });
+    const feedback = 'We can also offer a payment plan over three months; reply to set it up.';
+    const responded = await answer(t, maria.api_key, taskUid, { action: 'respond', feedback });
+    expect(responded).toMatchObject({
+      status: 'in_progress',
+      resolution: null,
+      response: { feedback, user_name: 'Maria Member' },
+      approvals: [{ user_name: 'Olga Owner' }],
+    });
+
+    const followUp = await runOfAnswer(t, org.key, taskUid, 'respond');
+    expect(followUp.attributes).toMatchObject({
+      status: 'completed',
+      trigger_type: 'approval',
+      task_uid: taskUid,
+      outcome: {
+        task_uid: taskUid,
+        invoice_uid: invoice.uid,
+        revised: true,
+        mode: 'builtin',
+        edited_tool_args: ['body'],
+        discarded_approvals: 1,
+      },
+    });
+    const revised = await task(t, org.key, taskUid);
+    const paragraphs = (raised.tool_args.body as string).split('\n\n');
+    // The feedback as written, as its own paragraph before the sign-off; the rest as it was.
+    expect(revised.tool_args).toEqual({
+      ...raised.tool_args,
+      body: [...paragraphs.slice(0, -1), feedback, paragraphs.at(-1)].join('\n\n'),
+    });
+    expect(revised).toMatchObject({ status: 'todo', resolution: null, response: null, approvals: [] });
+    expect(revised.reasoning).toContain(`Revised after Maria Member's feedback "${feedback}"`);
+    expect(revised.reasoning).toContain('no language model is configured');
+    expect(revised.change_log.map((c: any) => [c.action, c.by_name])).toEqual([
+      ['created', 'Collector'],
+      ['policy_applied', 'Remit'],
+      ['approval_recorded', 'Olga Owner'],
+      ['responded', 'Maria Member'],
+      ['revised', 'Collector'],
+    ]);
+    expect(revised.change_log.at(-1).details).toMatchObject({
+      feedback,
+      edited_tool_args: ['body'],
+      discarded_approvals: 1,
+    });
+    // Asked again: approval_required a second time, about the revised draft.
+    const events = await notes(t, org.key, agent.uid);
+    expect(events.map((n) => n.event)).toEqual([
+      'outcome',
+      'approval_required',
+      'outcome',
+      'approval_required',
+    ]);
+    expect(events[1]).toMatchObject({ task_uid: taskUid, invoice_uid: invoice.uid, run_uid: followUp.id });
+    expect(events[1].text).toContain('revised the reminder');
+    expect(events[1].text).toContain("Maria Member's feedback");
+
+    // Two approvals of the revision decide it; the revised draft is what goes out.
+    await answer(t, org.key, taskUid, { action: 'approve' });
+    expect(await answer(t, maria.api_key, taskUid, { action: 'approve' })).toMatchObject({
+      resolution: 'approved',
+    });
+    const sent = await runOfAnswer(t, org.key, taskUid, 'approve');
+    expect(sent.attributes.outcome).toMatchObject({ sent: true });
+    const draft = await call(t.app, 'GET', `/api/email/drafts/${sent.attributes.outcome.draft_uid}`, {
+      key: org.key,
+    });
+    expect(draft.body).toMatchObject({ status: 'sent', subject: raised.tool_args.subject });
+    expect(draft.body.body_text).toContain(feedback);
+  });
+
+  it('respond, then a decision before the revision runs: the revision changes nothing', async () => {
+    const { org, r, agent } = await scenario();
+    await r.invoice((await r.client()).uid);
+    const run = await runAgent(t, org.key, agent.uid);
+    const taskUid = run.attributes.outcome.approvals[0].task_uid;
+    const responded = await answer(t, org.key, taskUid, { action: 'respond', feedback: 'Shorter, please.' });
+    await answer(t, org.key, taskUid, { action: 'reject', resolution_note: 'Not this month' });
+    // The response's run, taken by the worker only after the rejection (run here, by hand).
+    const [respondRun] = (await t.db.select().from(agentRuns).where(eq(agentRuns.taskUid, taskUid))).filter(
+      (r) => (r.input as any).decision.action === 'respond',
+    );
+    const row = (await findAgent(t.db, [org.uid], agent.uid))!;
+    const late = await insertRun(t.db, {
+      organizationUid: org.uid,
+      agentUid: agent.uid,
+      agentVersionUid: row.currentVersionUid!,
+      triggerType: 'approval',
+      trigger: respondRun!.trigger,
+      input: respondRun!.input,
+      taskUid,
+    });
+    expect((late.input as any).decision.decided_at).toBe(responded.response.at);
+    expect(await executeRun(runEnvOf(t), { run_uid: late.uid, organization_uid: org.uid })).toBe('completed');
+    const [ended] = await t.db.select().from(agentRuns).where(eq(agentRuns.uid, late.uid));
+    expect(ended!.outcome).toMatchObject({ task_uid: taskUid, revised: false });
+    expect(ended!.outcome!.summary).toContain('was rejected before the reminder could be revised');
+    // The worker's own run of the response ended too (revised or not, depending on who came first).
+    expect((await runOfAnswer(t, org.key, taskUid, 'respond')).attributes.status).toBe('completed');
+    expect((await task(t, org.key, taskUid)).resolution).toBe('rejected');
+  });
+});
+
 describe('sending through SMTP, and the window before the approved reminder goes out', () => {
   it('an account with an SMTP server: the approved reminder goes out through it', async () => {
     const smtp = await new FakeSmtp().start();
@@ -787,6 +963,105 @@ describe('the loop against a fake Slack and a fake OpenAI-compatible model', () 
     expect([...all].sort()).toEqual(recorded.map((n) => n.text).sort());
     // The follow-up made no model call: it sends what was approved.
     expect(llm.requests.length - calls).toBe(1);
+  });
+
+  it('respond: the model rewrites the draft from the feedback and the previous text; Slack hears it asks again', async () => {
+    llm.behaviour = {
+      kind: 'succeed',
+      content: JSON.stringify({ subject: 'First draft subject', body_text: 'First draft body.' }),
+    };
+    const { org, r, agent } = await scenario({
+      app,
+      agent: {
+        name: 'Model Collector',
+        instructions: 'Be brief and kind.',
+        notification_config: { chat_channel_id: CHANNEL },
+      },
+    });
+    const client = await r.client('Initech', `ap-${tag()}@initech.test`);
+    const invoice = await r.invoice(client.uid, { dueInDays: -20 });
+    const run = await runAgent(app, org.key, agent.uid);
+    const taskUid = run.attributes.outcome.approvals[0].task_uid;
+    llm.behaviour = {
+      kind: 'succeed',
+      content: JSON.stringify({
+        subject: 'Revised by the model',
+        body_text: 'A shorter, **kinder** reminder.',
+      }),
+      usage: { prompt_tokens: 200, completion_tokens: 30 },
+    };
+    const calls = llm.requests.length;
+    const feedback = 'Make it shorter and kinder; mention the payment plan.';
+    await answer(app, org.key, taskUid, { action: 'respond', feedback });
+    const followUp = await runOfAnswer(app, org.key, taskUid, 'respond');
+    expect(followUp.attributes).toMatchObject({
+      status: 'completed',
+      outcome: { revised: true, mode: 'inference', edited_tool_args: ['subject', 'body'] },
+    });
+    expect(llm.requests.length - calls).toBe(1);
+    const asked = JSON.stringify(llm.requests.at(-1)!.json.messages);
+    for (const part of [
+      'Make it shorter and kinder',
+      'First draft subject',
+      'First draft body.',
+      invoice.invoice_number,
+      'Be brief and kind.',
+    ])
+      expect(asked).toContain(part);
+    const usage = await call(
+      app.app,
+      'GET',
+      `/api/agent-runs/${followUp.id}?fields[agent-runs]=token_usage`,
+      { key: org.key },
+    );
+    expect(usage.body.data.attributes.token_usage).toEqual({
+      prompt_tokens: 200,
+      completion_tokens: 30,
+      total_tokens: 230,
+    });
+    const revised = await task(app, org.key, taskUid);
+    expect(revised).toMatchObject({ status: 'todo', response: null });
+    expect(revised.tool_args).toEqual({
+      type: 'send_email',
+      subject: 'Revised by the model',
+      body: 'A shorter, kinder reminder.',
+      recipients: [client.email],
+      invoice_uid: invoice.uid,
+    });
+    expect(revised.reasoning).toContain('I rewrote the reminder with the language model');
+    const asks = await until(async () => {
+      const texts = slack.messagesIn(CHANNEL).map((m) => m.text);
+      return texts.some((text) => text.includes('revised the reminder')) ? texts : undefined;
+    }, 'the revised approval_required in Slack');
+    expect(asks.find((text) => text.includes('revised the reminder'))).toContain('Revised by the model');
+  });
+
+  it('respond with a model that fails: the feedback is added as written, and the reasoning says why', async () => {
+    llm.behaviour = { kind: 'succeed' };
+    try {
+      const { org, r, agent } = await scenario({ app });
+      await r.invoice((await r.client()).uid, { dueInDays: -8 });
+      const run = await runAgent(app, org.key, agent.uid);
+      const taskUid = run.attributes.outcome.approvals[0].task_uid;
+      const raised = await task(app, org.key, taskUid);
+      llm.behaviour = { kind: 'fail', status: 500 };
+      await answer(app, org.key, taskUid, { action: 'respond', feedback: 'Thanks for your business.' });
+      const followUp = await runOfAnswer(app, org.key, taskUid, 'respond');
+      expect(followUp.attributes.outcome).toMatchObject({ revised: true, mode: 'builtin' });
+      const revised = await task(app, org.key, taskUid);
+      expect(revised.tool_args.subject).toBe(raised.tool_args.subject);
+      // Before the last paragraph (what reads as the sign-off).
+      const paragraphs = (raised.tool_args.body as string).split('\n\n');
+      expect(paragraphs.length).toBeGreaterThan(1);
+      expect(revised.tool_args.body).toBe(
+        [...paragraphs.slice(0, -1), 'Thanks for your business.', paragraphs.at(-1)].join('\n\n'),
+      );
+      expect(revised.reasoning).toContain(
+        'the language model failed (The text generator answered with HTTP 500)',
+      );
+    } finally {
+      llm.behaviour = { kind: 'succeed' };
+    }
   });
 
   it('a model that fails: the template writes the reminder instead', async () => {

@@ -81,6 +81,30 @@ describe('GET /api/work-tasks/{uid}?wait=N', () => {
     expect((await held).body.data).toMatchObject({ resolution: 'rejected', resolution_note: 'Not now' });
   });
 
+  it('a person responding with feedback answers it (the approval still open, its response set)', async () => {
+    const uid = await raise(p.orgA.admin.key, agentUid);
+    const held = call(t.app, 'GET', path(uid), { key: p.orgA.admin.key, query: { wait: 60 } });
+    await until(async () => t.app.taskWaiters.size === 1, 'the request to be held');
+    const responded = await call(t.app, 'PATCH', path(uid), {
+      key: p.orgA.member.key,
+      body: { action: 'respond', feedback: 'Mention the payment plan' },
+    });
+    expect(responded.status, responded.raw).toBe(200);
+    const res = await held;
+    expect(res.body.data).toMatchObject({
+      uid,
+      resolution: null,
+      status: 'in_progress',
+      response: { feedback: 'Mention the payment plan', user_uid: p.orgA.member.userUid },
+    });
+
+    // A response already pending when the wait begins does not end it: the decision does.
+    const again = call(t.app, 'GET', path(uid), { key: p.orgA.admin.key, query: { wait: 60 } });
+    await until(async () => t.app.taskWaiters.size === 1, 'the request to be held again');
+    expect((await decide(uid)).status).toBe(200);
+    expect((await again).body.data).toMatchObject({ resolution: 'approved', response: null });
+  });
+
   it('a change that decides nothing (another task decided) does not answer it', async () => {
     const waiting = await raise(p.orgA.admin.key, agentUid);
     const other = await raise(p.orgA.admin.key, agentUid);

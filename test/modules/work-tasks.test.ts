@@ -509,6 +509,7 @@ describe('GET /api/work-tasks/{uid}', () => {
       approvals: [],
       expires_at: null,
       escalated_at: null,
+      response: null,
     });
     expect(res.body.data).toEqual(task);
   });
@@ -1029,7 +1030,7 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
     });
   });
 
-  it('reject: canceled, rejected, resolved_* set, logged; no follow-up run', async () => {
+  it('reject: canceled, rejected, resolved_* set, logged; a follow-up run tells the agent', async () => {
     const task = await raised(activeAgent.uid);
     const runsBefore = (await agentNow(activeAgent.uid)).runs_count;
     const now = await data(patchTask(task.uid, { action: 'reject', resolution_note: 'Not now' }));
@@ -1047,8 +1048,37 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
       details: { action: 'reject', resolution: 'rejected', resolution_note: 'Not now' },
     });
     expect(now).not.toHaveProperty('_warning');
+    // The agent learns of the rejection: a follow-up run whose input carries the decision.
+    const runs = await runsOf(task.uid);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]).toMatchObject({
+      triggerType: 'approval',
+      trigger: { type: 'approval', task_uid: task.uid, original_trigger: TRIGGER },
+      input: {
+        task_uid: task.uid,
+        decision: {
+          action: 'reject',
+          tool_args: EMAIL_ARGS,
+          edited: false,
+          note: 'Not now',
+          feedback: null,
+          decided_by: { user_uid: p.orgA.admin.userUid, name: ADMIN_NAME },
+          decided_at: now.resolved_at,
+        },
+      },
+      requestedByUid: p.orgA.admin.userUid,
+    });
+    expect((await agentNow(activeAgent.uid)).runs_count).toBe(runsBefore + 1);
+  });
+
+  it('reject without a reason → 422 naming resolution_note; a blank one too; nothing changes', async () => {
+    const task = await raised(activeAgent.uid);
+    for (const body of [{ action: 'reject' }, { action: 'reject', resolution_note: '  \n ' }]) {
+      const error = expectErrorBody(await patchTask(task.uid, body), 422, 'validation_failed');
+      expect(error.errors?.map((e) => e.field)).toEqual(['resolution_note']);
+    }
+    expect((await getTask(task.uid)).body.data).toEqual(task);
     expect(await runsOf(task.uid)).toEqual([]);
-    expect((await agentNow(activeAgent.uid)).runs_count).toBe(runsBefore);
   });
 
   it('reject with edited tool_args → 422 (edits only go with an approval)', async () => {
@@ -1066,8 +1096,9 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
     const first = await data(patchTask(approved.uid, { action: 'approve' }));
     for (const body of [
       { action: 'approve' },
-      { action: 'reject' },
+      { action: 'reject', resolution_note: 'Too late' },
       { action: 'approve', tool_args: { body: 'late edit' } },
+      { action: 'respond', feedback: 'Shorter, please' },
     ]) {
       expectErrorBody(await patchTask(approved.uid, body), 409, 'already_resolved');
     }
@@ -1075,10 +1106,10 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
     expect(await runsOf(approved.uid)).toHaveLength(1);
 
     const rejected = await raised(activeAgent.uid);
-    const firstReject = await data(patchTask(rejected.uid, { action: 'reject' }));
+    const firstReject = await data(patchTask(rejected.uid, { action: 'reject', resolution_note: 'No' }));
     expectErrorBody(await patchTask(rejected.uid, { action: 'approve' }), 409, 'already_resolved');
     expect((await getTask(rejected.uid)).body.data).toEqual(firstReject);
-    expect(await runsOf(rejected.uid)).toEqual([]);
+    expect(await runsOf(rejected.uid)).toHaveLength(1);
   });
 
   it('the resolve schema is its only body: update fields → 422 naming them; action is required', async () => {
@@ -1236,17 +1267,24 @@ describe('concurrent resolutions', () => {
     expect(revised?.total).toBe(1);
   });
 
-  it('approvals and rejections racing: one wins, and a run exists exactly when an approval won', async () => {
+  it('approvals and rejections racing: one wins, and one run carries the decision that won', async () => {
     const task = await raised(activeAgent.uid);
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
-        patchTask(task.uid, { action: i % 2 === 0 ? 'approve' : 'reject' }),
+        patchTask(
+          task.uid,
+          i % 2 === 0 ? { action: 'approve' } : { action: 'reject', resolution_note: `No (${i})` },
+        ),
       ),
     );
     expect(results.filter((r) => r.status === 200)).toHaveLength(1);
     expect(results.filter((r) => r.status === 409)).toHaveLength(9);
     const stored = (await getTask(task.uid)).body.data;
     expect(stored.change_log.filter((c: any) => c.action === 'resolved')).toHaveLength(1);
-    expect(await runsOf(task.uid)).toHaveLength(stored.resolution === 'approved' ? 1 : 0);
+    const runs = await runsOf(task.uid);
+    expect(runs).toHaveLength(1);
+    expect(runs[0]!.input).toMatchObject({
+      decision: { action: stored.resolution === 'approved' ? 'approve' : 'reject' },
+    });
   });
 });

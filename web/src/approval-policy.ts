@@ -46,7 +46,7 @@ export const isPastDeadline = (task: WorkTask, now: number = Date.now()) =>
   Boolean(task.expires_at) && Date.parse(task.expires_at!) <= now;
 
 /**
- * Why this person may not approve, and why not reject (null: they may), as the API would answer:
+ * Why this person may not approve, and why not reject or respond (null: they may), as the API would answer:
  * past the deadline nobody decides; outside the policy's roles and people they may not decide; the
  * initiator may not approve when the policy says so (but may reject); and nobody approves twice.
  */

@@ -1,8 +1,23 @@
 import type { RemitClient } from './client.ts';
+import { RemitApiError } from './errors.ts';
 import type { components } from './schema.ts';
 
 type WorkTask = components['schemas']['WorkTask'];
 type RaiseBody = components['schemas']['RaiseAgentApprovalBody'];
+/** An agent's revision of its approval: `tool_args` merged over the current ones, optional reasoning and summary. */
+export type ApprovalRevision = components['schemas']['ReviseAgentApprovalBody'];
+
+/**
+ * A person answered the approval with feedback instead of deciding (`action: respond`): it is still
+ * pending, and they expect the agent to revise the request (docs/approvals.md#respond-feedback-without-deciding).
+ */
+export interface ApprovalFeedback {
+  feedback: string;
+  respondedBy: { user_uid: string; user_name: string };
+  respondedAt: string;
+  /** The approval as it stands: still pending, with the arguments the feedback is about. */
+  task: WorkTask;
+}
 
 /** The longest hold the server grants one `GET /api/work-tasks/{uid}?wait=N` (seconds). */
 const MAX_WAIT_S = 60;
@@ -24,6 +39,16 @@ export interface RequireApprovalOptions extends RaiseBody {
   onRaised?: (task: WorkTask) => void;
   /** The clock for `timeoutMs`, in epoch milliseconds. Default `Date.now`. */
   now?: () => number;
+  /**
+   * Called when a person responds with feedback instead of deciding. Return a revision (`{tool_args,
+   * reasoning?, summary?}`) and the client revises the approval with it
+   * (`PATCH /api/agents/{agent_uid}/approvals/{task_uid}`), which asks its reviewers again; return
+   * nothing to leave it as it is. Either way the wait goes on until the decision. Without it, feedback
+   * is not surfaced (a person can still decide; `task.response` shows what they wrote).
+   */
+  onFeedback?: (
+    feedback: ApprovalFeedback,
+  ) => ApprovalRevision | undefined | void | Promise<ApprovalRevision | undefined | void>;
 }
 
 export interface ApprovalDecision {
@@ -76,21 +101,60 @@ function decisionOf(task: WorkTask): ApprovalDecision {
 export async function waitForDecision(
   client: RemitClient,
   taskUid: string,
-  options: Pick<RequireApprovalOptions, 'timeoutMs' | 'signal' | 'now'> = {},
+  options: Pick<RequireApprovalOptions, 'timeoutMs' | 'signal' | 'now' | 'onFeedback'> = {},
 ): Promise<ApprovalDecision> {
   const now = options.now ?? Date.now;
   const deadline = options.timeoutMs === undefined ? Infinity : now() + options.timeoutMs;
+  // The server's wait answers a response that arrives while it holds, not one already pending: with
+  // onFeedback, the first read does not wait, so feedback given before this call is handed over too.
+  let first = options.onFeedback !== undefined;
+  let handled: string | undefined;
   for (;;) {
     options.signal?.throwIfAborted();
     const left = deadline - now();
-    const wait = Math.max(0, Math.min(MAX_WAIT_S, Math.ceil(left / 1000)));
+    const wait = first ? 0 : Math.max(0, Math.min(MAX_WAIT_S, Math.ceil(left / 1000)));
+    first = false;
     const body = await client.GET('/api/work-tasks/{task_uid}', {
       params: { path: { task_uid: taskUid }, query: { wait } },
       signal: options.signal,
     });
     const task = body.data;
     if (decided(task)) return decisionOf(task);
+    const response = task.response;
+    if (options.onFeedback && response && response.at !== handled) {
+      handled = response.at;
+      await revise(client, task, await options.onFeedback(feedbackOf(response, task)), options.signal);
+    }
     if (now() >= deadline) throw new ApprovalTimeoutError(task);
+  }
+}
+
+function feedbackOf(response: NonNullable<WorkTask['response']>, task: WorkTask): ApprovalFeedback {
+  return {
+    feedback: response.feedback,
+    respondedBy: { user_uid: response.user_uid, user_name: response.user_name },
+    respondedAt: response.at,
+    task,
+  };
+}
+
+/** The agent's revision, when `onFeedback` gave one; a decision that came first wins (the next read has it). */
+async function revise(
+  client: RemitClient,
+  task: WorkTask,
+  revision: ApprovalRevision | undefined | void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  const agentUid = task.origin.agent_uid;
+  if (!revision || !agentUid) return;
+  try {
+    await client.PATCH('/api/agents/{agent_uid}/approvals/{task_uid}', {
+      params: { path: { agent_uid: agentUid, task_uid: task.uid } },
+      body: revision,
+      signal,
+    });
+  } catch (error) {
+    if (!(error instanceof RemitApiError && error.code === 'already_resolved')) throw error;
   }
 }
 
@@ -112,7 +176,16 @@ export async function requireApproval(
   client: RemitClient,
   options: RequireApprovalOptions,
 ): Promise<ApprovalDecision> {
-  const { agent_uid, idempotencyKey, timeoutMs, signal, onRaised, now = Date.now, ...body } = options;
+  const {
+    agent_uid,
+    idempotencyKey,
+    timeoutMs,
+    signal,
+    onRaised,
+    onFeedback,
+    now = Date.now,
+    ...body
+  } = options;
   const started = now();
   const raised = await client.POST('/api/agents/{agent_uid}/approvals', {
     params: { path: { agent_uid } },
@@ -126,6 +199,7 @@ export async function requireApproval(
   return waitForDecision(client, task.uid, {
     signal,
     now,
+    ...(onFeedback ? { onFeedback } : {}),
     ...(timeoutMs === undefined ? {} : { timeoutMs: Math.max(0, timeoutMs - (now() - started)) }),
   });
 }

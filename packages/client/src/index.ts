@@ -13,6 +13,8 @@ export {
   requireApproval,
   waitForDecision,
   type ApprovalDecision,
+  type ApprovalFeedback,
+  type ApprovalRevision,
   type RequireApprovalOptions,
 } from './approvals.ts';
 export { RemitApiError, type RemitErrorCode, type RemitFieldError } from './errors.ts';

@@ -810,7 +810,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Get a work task with its context entities and change log; `wait` holds it until decided */
+        /** Get a work task with its context entities and change log; `wait` holds it until decided or responded to */
         get: operations["getWorkTask"];
         put?: never;
         post?: never;
@@ -818,8 +818,8 @@ export interface paths {
         options?: never;
         head?: never;
         /**
-         * Update a task, or resolve a hil_approval (action approve|reject)
-         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
+         * Update a task, or answer a hil_approval (action approve|reject|respond)
+         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), resolution_note (required to reject), feedback (respond only, required: the approval stays open and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
          */
         patch: operations["updateWorkTask"];
         trace?: never;
@@ -946,6 +946,26 @@ export interface paths {
         options?: never;
         head?: never;
         patch?: never;
+        trace?: never;
+    };
+    "/api/agents/{agent_uid}/approvals/{task_uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Revise an approval the agent raised, still undecided (e.g. in answer to a person’s feedback)
+         * @description tool_args are merged over the current ones; changed arguments discard the approvals counted so far, and may not move the approval under another approval policy (422). The pending response, if any, is answered: the approval is pending again (todo). docs/approvals.md#respond-feedback-without-deciding
+         */
+        patch: operations["reviseAgentApproval"];
         trace?: never;
     };
     "/api/agents/{agent_uid}/runs": {
@@ -2165,6 +2185,14 @@ export interface components {
             }[];
             expires_at?: string | null;
             escalated_at?: string | null;
+            response?: {
+                feedback: string;
+                /** Format: uuid */
+                user_uid: string;
+                user_name: string;
+                /** Format: date-time */
+                at: string;
+            } | null;
             _warning?: string;
         };
         /** ApprovalPolicy */
@@ -2976,6 +3004,16 @@ export interface components {
             /** Format: email */
             email: string;
         };
+        ReviseAgentApprovalBody: {
+            /** @description the revised members, merged over the current tool_args (as a reviewer’s edits are) */
+            tool_args: {
+                [key: string]: unknown;
+            };
+            /** @description replaces the reasoning; absent: it stays */
+            reasoning?: string;
+            /** @description what was revised and why, for the change log (default: "Revised tool_args") */
+            summary?: string;
+        };
         RevokeAllSessionsBody: {
             /** @default false */
             keep_current: boolean;
@@ -3214,11 +3252,15 @@ export interface components {
                 /** Format: uuid */
                 entity_uid: string;
             }[];
-            action?: "approve" | "reject";
+            /** @description approve (optionally with edited tool_args), reject (resolution_note required), or respond: feedback to the agent without deciding (feedback required; the approval stays open) */
+            action?: "approve" | "reject" | "respond";
             tool_args?: {
                 [key: string]: unknown;
             };
+            /** @description required to reject (the reason); a note with an approval */
             resolution_note?: string;
+            /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
+            feedback?: string;
         };
     };
     responses: {
@@ -3286,6 +3328,26 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "already_exists" | "invalid_state" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_resolved`: the approval was already decided
+         */
+        AlreadyResolvedOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_resolved";
                 };
             };
         };
@@ -8258,7 +8320,7 @@ export interface operations {
     getWorkTask: {
         parameters: {
             query?: {
-                /** @description Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers as soon as the approval is decided, or with the pending task once `wait` has passed. Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision). */
+                /** @description Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers as soon as the approval is decided or a person responds to it with feedback (a new `response`), or with the pending task once `wait` has passed. Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision). */
                 wait?: number;
                 organization_uid?: string;
             };
@@ -8964,6 +9026,61 @@ export interface operations {
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
             507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    reviseAgentApproval: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                agent_uid: string;
+                task_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ReviseAgentApprovalBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["WorkTask"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["AlreadyResolvedOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     startAgentRun: {
@@ -10676,7 +10793,7 @@ export interface operations {
                 entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */

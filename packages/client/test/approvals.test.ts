@@ -87,6 +87,52 @@ describe('requireApproval', () => {
     });
   });
 
+  it('feedback: onFeedback gets it, its revision is sent, and the wait goes on to the decision of the revision', async () => {
+    let raised = '';
+    const heard: { feedback: string; by: string; amount: unknown }[] = [];
+    const decision = requireApproval(
+      remit,
+      proposal({
+        onRaised: (task) => (raised = task.uid),
+        onFeedback: ({ feedback, respondedBy, task }) => {
+          heard.push({ feedback, by: respondedBy.user_uid, amount: task.tool_args?.amount_cents });
+          return { tool_args: { amount_cents: 2000 }, summary: 'Partial refund, as asked' };
+        },
+      }),
+    );
+    await until(async () => raised !== '', 'the approval to be raised');
+    await personDecides(raised, { action: 'respond', feedback: 'Refund $20 only: the box is fine' });
+    const revised = await until(async () => {
+      const res = await call(t.app, 'GET', `/api/work-tasks/${raised}`, { key: p.orgA.admin.key });
+      return res.body.data.response === null && res.body.data.tool_args.amount_cents === 2000
+        ? res.body.data
+        : undefined;
+    }, 'the client to revise the approval');
+    expect(revised.change_log.at(-1)).toMatchObject({
+      action: 'revised',
+      details: { summary: 'Partial refund, as asked', feedback: 'Refund $20 only: the box is fine' },
+    });
+    expect(heard).toEqual([
+      { feedback: 'Refund $20 only: the box is fine', by: p.orgA.member.userUid, amount: 3900 },
+    ]);
+    await personDecides(raised, { action: 'approve' });
+    expect(await decision).toMatchObject({
+      approved: true,
+      toolArgs: { type: 'refund', order: '1042', amount_cents: 2000 },
+    });
+  });
+
+  it('feedback without onFeedback does not end the wait: the decision does', async () => {
+    let raised = '';
+    const decision = requireApproval(remit, proposal({ onRaised: (task) => (raised = task.uid) }));
+    await until(async () => raised !== '', 'the approval to be raised');
+    await personDecides(raised, { action: 'respond', feedback: 'Is the photo attached?' });
+    // Still waiting, on a fresh hold, after the response.
+    await until(async () => t.app.taskWaiters.size > 0, 'the client to wait again');
+    await personDecides(raised, { action: 'reject', resolution_note: 'No photo' });
+    expect(await decision).toMatchObject({ approved: false, resolution: 'rejected', note: 'No photo' });
+  });
+
   it('with the same idempotency key, a restarted caller waits for the same task and gets its decision', async () => {
     const key = `refund-${Math.random().toString(36).slice(2)}`;
     let first = '';

@@ -1,9 +1,9 @@
 import type { RequestContext } from '../../platform/http/context.ts';
 import { memberOrganizationUids } from '../../platform/http/context.ts';
-import { notFound, validationFailed } from '../../platform/http/errors.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import type { AppDeps } from '../../platform/http/types.ts';
-import { raiseApproval, viewTask, type TaskView } from '../work-tasks/work-tasks.service.ts';
-import type { RaiseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
+import { raiseApproval, reviseApproval, viewTask, type TaskView } from '../work-tasks/work-tasks.service.ts';
+import type { RaiseApprovalBodyT, ReviseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
 import { findAgent } from './agents.repository.ts';
 import { findRun } from './agent-runs.repository.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
@@ -60,6 +60,59 @@ export async function raiseAgentApproval(
         (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
         `. Task ${view.uid as string}.`,
       runUid: body.run_uid ?? null,
+      taskUid: view.uid as string,
+      invoiceUid: invoice?.entity_uid ?? null,
+    },
+  );
+  return view;
+}
+
+/**
+ * The HTTP door for an agent's revision of its own approval, still undecided: what an outside runtime
+ * does with a person's feedback (`action: respond`; docs/approvals.md#respond-feedback-without-deciding).
+ * It answers whatever response is pending; the approval is pending again and its reviewers are told
+ * (`approval_required`). A decided approval is 409 `already_resolved`; another agent's is 404.
+ */
+export async function reviseAgentApproval(
+  deps: Pick<AppDeps, 'database' | 'jobs'> & { chat: ChatClient },
+  ctx: RequestContext,
+  agentUid: string,
+  taskUid: string,
+  body: ReviseApprovalBodyT,
+): Promise<TaskView> {
+  const { db } = deps.database;
+  const { view, agent } = await db.transaction(async (tx) => {
+    const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
+    if (!agent) throw notFound('Agent');
+    const result = await reviseApproval(tx, {
+      agent,
+      taskUid,
+      toolArgs: body.tool_args,
+      answering: 'pending',
+      summary: body.summary?.trim() || 'Revised tool_args',
+      reasoning: body.reasoning,
+      origin: ctx,
+    });
+    if (!result.revised)
+      throw new AppError(
+        'already_resolved',
+        `This approval was already resolved (${result.task.resolution})`,
+      );
+    return { view: await viewTask(tx, result.task), agent };
+  });
+  const invoice = (
+    view.context_entities as { entity_type: string; entity_uid: string; invoice_number?: string }[]
+  ).find((e) => e.entity_type === 'invoice');
+  await notify(
+    { db, chat: deps.chat, jobs: deps.jobs },
+    {
+      agent,
+      event: 'approval_required',
+      text:
+        `${agent.name} revised its request and needs approval again: ${view.title as string}` +
+        (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
+        `. Task ${view.uid as string}.`,
+      runUid: (view.run_uid as string | null) ?? null,
       taskUid: view.uid as string,
       invoiceUid: invoice?.entity_uid ?? null,
     },

@@ -3,10 +3,15 @@ import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
-import { RaiseApprovalBody, WorkTaskEnvelope } from '../work-tasks/work-tasks.schemas.ts';
+import {
+  AgentApprovalParams,
+  RaiseApprovalBody,
+  ReviseApprovalBody,
+  WorkTaskEnvelope,
+} from '../work-tasks/work-tasks.schemas.ts';
 // The built-in agent's executor and its approval check, registered wherever approvals can be resolved.
 import './collections-agent.ts';
-import { raiseAgentApproval } from './agent-approvals.service.ts';
+import { raiseAgentApproval, reviseAgentApproval } from './agent-approvals.service.ts';
 import {
   Agent,
   AgentEnvelope,
@@ -128,6 +133,37 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         request.body,
       );
       return reply.code(201).send(envelope(task, 'Approval requested', 201));
+    },
+  );
+
+  app.patch(
+    '/api/agents/:agent_uid/approvals/:task_uid',
+    {
+      schema: {
+        operationId: 'reviseAgentApproval',
+        tags: [...tags, 'Work tasks'],
+        summary:
+          'Revise an approval the agent raised, still undecided (e.g. in answer to a person’s feedback)',
+        description:
+          'tool_args are merged over the current ones; changed arguments discard the approvals counted so ' +
+          'far, and may not move the approval under another approval policy (422). The pending response, ' +
+          'if any, is answered: the approval is pending again (todo). docs/approvals.md#respond-feedback-without-deciding',
+        params: AgentApprovalParams,
+        body: ReviseApprovalBody,
+        response: { 200: WorkTaskEnvelope, ...errorResponses },
+      },
+      bodyLimit: BODY_LIMITS.LARGE,
+      config: { scope: 'work_tasks:write', errors: ['not_found', 'already_resolved'] },
+    },
+    async (request) => {
+      const task = await reviseAgentApproval(
+        { ...deps, chat },
+        request.tenant(),
+        request.params.agent_uid,
+        request.params.task_uid,
+        request.body,
+      );
+      return envelope(task, 'Approval revised');
     },
   );
 }

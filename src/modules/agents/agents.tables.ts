@@ -112,7 +112,7 @@ export const agentRuns = pgTable(
     /** The event that started it (`{type, …}`), handed to approvals it raises. */
     trigger: jsonb('trigger').$type<Record<string, unknown>>().notNull().default({}),
     input: jsonb('input').$type<Record<string, unknown>>().notNull().default({}),
-    /** The approval task whose resolution requested this run (trigger_type `approval`). */
+    /** The approval whose decision, or a person's response to it, requested this run (trigger_type `approval`). */
     taskUid: uuid('task_uid'),
     requestedByUid: uuid('requested_by_uid'),
     scratchpad: jsonb('scratchpad').$type<Record<string, unknown>>().notNull().default({}),
@@ -147,8 +147,12 @@ export const agentRuns = pgTable(
     index('agent_runs_lease_idx')
       .on(t.leaseExpiresAt)
       .where(sql`status = 'running' and lease_expires_at is not null`),
-    // At most one follow-up run per resolved approval.
-    uniqueIndex('agent_runs_task_key')
+    // At most one follow-up run per decided approval; a person's responses (feedback without a
+    // decision) may start several before it (migration 0024).
+    uniqueIndex('agent_runs_task_decision_key')
+      .on(t.organizationUid, t.taskUid)
+      .where(sql`task_uid is not null and coalesce(input #>> '{decision,action}', 'approve') <> 'respond'`),
+    index('agent_runs_task_idx')
       .on(t.organizationUid, t.taskUid)
       .where(sql`task_uid is not null`),
   ],

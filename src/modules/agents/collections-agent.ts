@@ -7,7 +7,7 @@ import type { DbOrTx } from '../../platform/db/client.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { createDraft, getDraft } from '../email/email-drafts.service.ts';
 import { renderEmailHtml } from '../email/email-html.ts';
-import { prepareEmail } from '../email/email-prepare.service.ts';
+import { prepareEmail, reviseEmail } from '../email/email-prepare.service.ts';
 import { runSendJob } from '../email/email-sending.ts';
 import { formatLongDate, formatMoney } from '../email/email-tokens.ts';
 import { getInvoice } from '../invoices/invoices.service.ts';
@@ -19,6 +19,8 @@ import {
   openTaskForAgent,
   raiseApproval,
   registerFollowUpCheck,
+  reviseApproval,
+  type ApprovalDecision,
 } from '../work-tasks/work-tasks.service.ts';
 import { findPartyByContactEmail, recordOutboundEmail } from '../conversations/conversations.service.ts';
 import {
@@ -255,6 +257,164 @@ async function sendApproved(env: RunEnv, step: RunStep, ctx: RequestContext): Pr
   };
 }
 
+const ACTIONS: readonly string[] = ['approve', 'reject', 'respond'];
+
+/**
+ * The answer a follow-up run acts on (`input.decision`, docs/approvals.md#what-the-follow-up-run-receives).
+ * A run requested before answers were carried in its input is an approval's.
+ */
+function decisionIn(
+  input: Record<string, unknown>,
+): Partial<ApprovalDecision> & Pick<ApprovalDecision, 'action'> {
+  const decision = input.decision as Partial<ApprovalDecision> | undefined;
+  if (decision && typeof decision === 'object' && ACTIONS.includes(decision.action as string))
+    return decision as Partial<ApprovalDecision> & Pick<ApprovalDecision, 'action'>;
+  return { action: 'approve' };
+}
+
+const quoted = (text: string, max = 200) => {
+  const line = text.replace(/\s+/g, ' ').trim();
+  return `"${line.length > max ? `${line.slice(0, max - 1)}…` : line}"`;
+};
+
+/** A rejected reminder: nothing is sent; the run records who said no, and why. */
+async function recordRejection(
+  env: RunEnv,
+  step: RunStep,
+  decision: Partial<ApprovalDecision>,
+): Promise<RunOutcome> {
+  const { run } = step;
+  const task = run.taskUid
+    ? await findTaskInOrganization(env.db, run.organizationUid, run.taskUid)
+    : undefined;
+  if (!task || task.resolution !== 'rejected') throw new Error('The run names no rejected task');
+  const invoiceUid = typeof task.toolArgs?.invoice_uid === 'string' ? task.toolArgs.invoice_uid : null;
+  const by = decision.decided_by?.name || 'a person';
+  const reason = decision.note ?? task.resolutionNote ?? '';
+  return {
+    task_uid: task.uid,
+    invoice_uid: invoiceUid,
+    sent: false,
+    rejected: true,
+    summary: `Not sent: rejected by ${by}: ${reason} (task "${task.title}")`,
+  };
+}
+
+/** The reasoning of a revised approval: the agent's first reasons, then how it answered the latest feedback. */
+function revisedReasoning(reasoning: string | null, by: string, feedback: string, how: string): string {
+  const first = (reasoning ?? '').split('\n\nRevised after ')[0]!;
+  return `${first}\n\nRevised after ${by}'s feedback ${quoted(feedback)}: ${how}`;
+}
+
+/**
+ * A person responded to the reminder with feedback (`action: respond`): the agent rewrites the draft
+ * from it — the language model when one is configured, else the feedback added as written (see
+ * `applyFeedback`) — and asks for approval again on the same task, with `approval_required`.
+ */
+async function reviseReminder(
+  env: RunEnv,
+  step: RunStep,
+  ctx: RequestContext,
+  decision: Partial<ApprovalDecision>,
+): Promise<RunOutcome> {
+  const { run, agent } = step;
+  const task = run.taskUid
+    ? await findTaskInOrganization(env.db, run.organizationUid, run.taskUid)
+    : undefined;
+  if (!task) throw new Error('The run names no approval');
+  const feedback = typeof decision.feedback === 'string' ? decision.feedback : '';
+  if (feedback.trim() === '' || typeof decision.decided_at !== 'string')
+    throw new RunFailure(`Task "${task.title}": the response carries no feedback`, null, task.uid);
+  if (task.resolution)
+    return {
+      task_uid: task.uid,
+      revised: false,
+      summary: `The approval "${task.title}" was ${task.resolution} before the reminder could be revised; nothing changed`,
+    };
+  let args: SendEmailArgs;
+  try {
+    args = readSendEmailArgs(task.toolArgs);
+  } catch (error) {
+    throw new RunFailure(`Task "${task.title}": ${(error as Error).message}`, null, task.uid);
+  }
+  const [invoice] = await collections.findInvoices(env.db, run.organizationUid, [args.invoice_uid]);
+  if (!invoice)
+    throw new RunFailure(
+      `The invoice of the reminder in task "${task.title}" no longer exists`,
+      null,
+      task.uid,
+    );
+  const by = decision.decided_by?.name || 'a person';
+  await step.checkpoint();
+  const revised = await reviseEmail(env.db, env.generator, ctx, {
+    context_uid: invoice.uid,
+    draft: { subject: args.subject, body_text: args.body },
+    feedback,
+    prompt_hint: agent.instructions ? agent.instructions.slice(0, 4000) : undefined,
+  });
+  step.addUsage(revised.usage);
+  await step.checkpoint();
+  const how =
+    revised.mode === 'inference'
+      ? 'I rewrote the reminder with the language model.'
+      : `${revised.error ? `the language model failed (${revised.error}), so` : 'no language model is configured, so'} ` +
+        'I added the feedback to the email word for word, as a paragraph before the sign-off; edit the ' +
+        'draft if it was meant for me rather than for the client.';
+  const result = await env.db.transaction((tx) =>
+    reviseApproval(tx, {
+      agent,
+      taskUid: task.uid,
+      toolArgs: { subject: revised.subject, body: revised.body_text },
+      answering: { feedback, at: decision.decided_at! },
+      summary: how[0]!.toUpperCase() + how.slice(1),
+      reasoning: revisedReasoning(task.reasoning, by, feedback, how),
+      origin: ctx,
+    }),
+  );
+  const base = { task_uid: task.uid, invoice_uid: invoice.uid, invoice_number: invoice.invoiceNumber };
+  if (!result.revised)
+    return {
+      ...base,
+      revised: false,
+      summary: `The approval "${task.title}" was ${result.task.resolution ?? 'decided'} before the revised reminder was saved; nothing changed`,
+    };
+  await notify(
+    { db: env.db, chat: env.chat, jobs: env.jobs },
+    {
+      agent,
+      event: 'approval_required',
+      text:
+        `${agent.name} revised the reminder for invoice ${invoice.invoiceNumber} after ${by}'s feedback and ` +
+        `needs approval again: task "${task.title}" (${env.config.publicBaseUrl}/api/work-tasks/${task.uid}) ` +
+        `holds the revised draft to ${args.recipients.join(', ')} (subject "${revised.subject}").`,
+      runUid: run.uid,
+      taskUid: task.uid,
+      invoiceUid: invoice.uid,
+    },
+  );
+  return {
+    ...base,
+    revised: true,
+    mode: revised.mode,
+    edited_tool_args: result.editedToolArgs,
+    discarded_approvals: result.discardedApprovals,
+    summary: `Revised the reminder for invoice ${invoice.invoiceNumber} from ${by}'s feedback; it waits for approval again in task "${task.title}"`,
+  };
+}
+
+/** A follow-up run: act on the person's answer. */
+function followUp(env: RunEnv, step: RunStep, ctx: RequestContext): Promise<RunOutcome> {
+  const decision = decisionIn(step.run.input);
+  switch (decision.action) {
+    case 'approve':
+      return sendApproved(env, step, ctx);
+    case 'reject':
+      return recordRejection(env, step, decision);
+    case 'respond':
+      return reviseReminder(env, step, ctx, decision);
+  }
+}
+
 /** An email from a client's billing contact: a person takes over the invoices it is about. */
 async function handleReply(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date) {
   const trigger = step.run.trigger;
@@ -435,7 +595,7 @@ async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {
     },
     `run:${run.uid}`,
   );
-  if (run.triggerType === 'approval') return sendApproved(env, step, ctx);
+  if (run.triggerType === 'approval') return followUp(env, step, ctx);
   const now = new Date();
   const replyTasks = run.triggerType === 'email_received' ? await handleReply(env, step, ctx, now) : [];
   const result = await sweep(env, step, ctx, now);
@@ -463,8 +623,9 @@ async function runCollections(env: RunEnv, step: RunStep): Promise<RunOutcome> {
  */
 export function installCollectionsAgent(): void {
   registerExecutor(COLLECTIONS_AGENT_TYPE, runCollections);
-  registerFollowUpCheck(COLLECTIONS_AGENT_TYPE, async (tx, agent) =>
-    (await collections.firstEmailAccount(tx, agent.organizationUid))
+  // Only an approval sends anything; a rejection or a response needs no account.
+  registerFollowUpCheck(COLLECTIONS_AGENT_TYPE, async (tx, agent, action) =>
+    action !== 'approve' || (await collections.firstEmailAccount(tx, agent.organizationUid))
       ? null
       : 'the organization has no email account to send the reminder from',
   );

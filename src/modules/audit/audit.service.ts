@@ -31,6 +31,8 @@ export const AUDIT_ACTIONS = [
   'task.decided',
   'task.policy_applied',
   'task.approval_recorded',
+  'task.responded',
+  'task.revised',
   'task.escalated',
   'task.expired',
   'agent.created',

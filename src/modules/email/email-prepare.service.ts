@@ -7,6 +7,7 @@
 import type { Db } from '../../platform/db/client.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { validationFailed } from '../../platform/http/errors.ts';
+import { applyFeedback } from '../../platform/llm/builtin-composer.ts';
 import {
   TextGenerationError,
   type InvoiceFacts,
@@ -160,5 +161,62 @@ export async function prepareEmail(
       email: prepared(mode, body.subject ?? '', body.body_text ?? '', errors),
       usage: error instanceof TextGenerationError ? (error.usage ?? null) : null,
     };
+  }
+}
+
+export interface RevisedEmail {
+  subject: string;
+  body_text: string;
+  /** `inference`: the language model rewrote it; `builtin`: the feedback was added as written. */
+  mode: 'inference' | 'builtin';
+  usage: TokenUsage | null;
+  /** Why the model's revision was not used (then `mode` is `builtin`). */
+  error: string | null;
+}
+
+/**
+ * A draft about an invoice rewritten from a reviewer's feedback (an approval's `respond`;
+ * docs/approvals.md#respond-feedback-without-deciding): by the configured language model, with the
+ * invoice's current facts; without one, or when it fails, the feedback is added to the body as written
+ * (`applyFeedback`). Never fails for the generator's sake, and the draft always changes.
+ */
+export async function reviseEmail(
+  db: Db,
+  generator: TextGenerator,
+  ctx: RequestContext,
+  request: {
+    context_uid: string;
+    draft: { subject: string; body_text: string };
+    feedback: string;
+    prompt_hint?: string | undefined;
+  },
+  now: Date = new Date(),
+): Promise<RevisedEmail> {
+  const builtin = (error: string | null, usage: TokenUsage | null): RevisedEmail => ({
+    ...applyFeedback(request.draft, request.feedback),
+    mode: 'builtin',
+    usage,
+    error,
+  });
+  if (generator.kind === 'builtin') return builtin(null, null);
+  const invoice = await getInvoice(db, ctx, request.context_uid);
+  try {
+    const generated = await generator.reviseEmail({
+      context_type: 'invoice',
+      facts: factsOf(invoice, tokenSourceOf(ctx, invoice), now),
+      draft: request.draft,
+      feedback: request.feedback,
+      prompt_hint: request.prompt_hint,
+    });
+    return {
+      subject: generated.subject,
+      body_text: renderEmailPlainText(generated.body_text),
+      mode: 'inference',
+      usage: generated.usage,
+      error: null,
+    };
+  } catch (error) {
+    if (error instanceof TextGenerationError) return builtin(error.message, error.usage ?? null);
+    return builtin('The text generator failed unexpectedly', null);
   }
 }

@@ -103,12 +103,13 @@ export type Refusal = 'not_an_approver' | 'initiator_cannot_approve';
  * Why this person may not take this decision, or null when they may. No policy: anyone in the
  * organization decides. With one: a person in one of its roles or named in it (escalation names more);
  * and when it forbids the initiator, the person who started it may not approve (they may still
- * reject: withdrawing one's own request is never the risk the rule guards against).
+ * reject, or respond with feedback: withdrawing or reshaping one's own request is never the risk the
+ * rule guards against). Who may respond is who may decide.
  */
 export function refusalOf(
   policy: PolicySnapshot | null,
   person: { userUid: string; role: ApproverRole | undefined },
-  action: 'approve' | 'reject',
+  action: 'approve' | 'reject' | 'respond',
   initiatorUserUid: string | null,
 ): Refusal | null {
   if (!policy) return null;

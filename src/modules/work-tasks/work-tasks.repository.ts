@@ -133,6 +133,42 @@ export async function resolveTask(
   return row;
 }
 
+/**
+ * Keeps a person's feedback on an approval still undecided (`action: respond`) as its pending
+ * `response`, stamped with the database's clock (ISO, milliseconds, UTC: the stamp also names the
+ * response to the revision that answers it). `status`, when given, moves with it. Undefined when the
+ * approval was decided meanwhile.
+ */
+export async function recordResponse(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  response: { feedback: string; userUid: string },
+  status: TaskStatus | undefined,
+): Promise<TaskRow | undefined> {
+  const [row] = await db
+    .update(workTasks)
+    .set({
+      response: sql`jsonb_build_object(
+        'feedback', ${response.feedback}::text,
+        'user_uid', ${response.userUid}::text,
+        'at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+      )`,
+      ...(status ? { status } : {}),
+      revision: sql`${workTasks.revision} + 1`,
+      updatedAt: sql`now()`,
+    })
+    .where(
+      and(
+        eq(workTasks.organizationUid, organizationUid),
+        eq(workTasks.uid, uid),
+        isNull(workTasks.resolution),
+      ),
+    )
+    .returning();
+  return row;
+}
+
 export async function replaceContextEntities(
   db: DbOrTx,
   organizationUid: string,

@@ -80,7 +80,8 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'getWorkTask',
         tags,
-        summary: 'Get a work task with its context entities and change log; `wait` holds it until decided',
+        summary:
+          'Get a work task with its context entities and change log; `wait` holds it until decided or responded to',
         params: TaskUidParams,
         querystring: GetTaskQuery,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
@@ -111,10 +112,12 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
       schema: {
         operationId: 'updateWorkTask',
         tags,
-        summary: 'Update a task, or resolve a hil_approval (action approve|reject)',
+        summary: 'Update a task, or answer a hil_approval (action approve|reject|respond)',
         description:
           'A `task` takes title, description, assign_to, priority, due_date, status and context_entities. ' +
-          'A `hil_approval` takes only the resolve schema: action (required), tool_args, resolution_note. ' +
+          'A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), ' +
+          'resolution_note (required to reject), feedback (respond only, required: the approval stays open ' +
+          'and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). ' +
           'Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its ' +
           'approvers decide (403 not_an_approver), the initiator may be barred from approving (403 ' +
           'initiator_cannot_approve), an approval may need several people (each approve is counted until ' +

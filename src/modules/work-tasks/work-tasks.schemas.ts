@@ -83,6 +83,18 @@ const TaskApprovalPolicy = Type.Object({
 
 const TaskApproval = Type.Object({ user_uid: Uuid, user_name: Type.String(), at: DateTime });
 
+/** The longest feedback a person may send with `action: respond`. */
+export const MAX_FEEDBACK_LENGTH = 4000;
+
+const TaskResponse = Type.Object(
+  { feedback: Type.String(), user_uid: Uuid, user_name: Type.String(), at: DateTime },
+  {
+    description:
+      'feedback a person sent without deciding (action respond) that the agent has not answered with a ' +
+      'revision yet; null otherwise, and on a decided approval',
+  },
+);
+
 export const WorkTask = Type.Object(
   {
     uid: Uuid,
@@ -119,6 +131,7 @@ export const WorkTask = Type.Object(
     ),
     expires_at: Type.Optional(Nullable(DateTime)),
     escalated_at: Type.Optional(Nullable(DateTime)),
+    response: Type.Optional(Nullable(TaskResponse)),
     /** PATCH answers only: why an approval started no follow-up run (interface 3.1). */
     _warning: Type.Optional(Type.String()),
   },
@@ -169,7 +182,8 @@ export type CreateTaskBodyT = Static<typeof CreateTaskBody>;
 
 /**
  * One body for both task types, because the type is only known once the task is read: a `task` takes
- * the update fields, a `hil_approval` only the resolve schema (`action`, `tool_args`, `resolution_note`).
+ * the update fields, a `hil_approval` only the resolve schema (`action`, `tool_args`, `resolution_note`,
+ * `feedback`).
  * Sending the other type's fields is a 422 naming them.
  */
 export const PatchTaskBody = Type.Object(
@@ -181,9 +195,28 @@ export const PatchTaskBody = Type.Object(
     due_date: Type.Optional(Nullable(DateOnly)),
     status: Type.Optional(TaskStatus),
     context_entities: Type.Optional(ContextEntities),
-    action: Type.Optional(Type.Union([Type.Literal('approve'), Type.Literal('reject')])),
+    action: Type.Optional(
+      Type.Union([Type.Literal('approve'), Type.Literal('reject'), Type.Literal('respond')], {
+        description:
+          'approve (optionally with edited tool_args), reject (resolution_note required), or respond: ' +
+          'feedback to the agent without deciding (feedback required; the approval stays open)',
+      }),
+    ),
     tool_args: Type.Optional(Type.Record(Type.String(), Type.Unknown(), { maxProperties: 100 })),
-    resolution_note: Type.Optional(Type.String({ maxLength: 10_000 })),
+    resolution_note: Type.Optional(
+      Type.String({
+        maxLength: 10_000,
+        description: 'required to reject (the reason); a note with an approval',
+      }),
+    ),
+    feedback: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: MAX_FEEDBACK_LENGTH,
+        description:
+          'with action respond only: what the agent should change (its follow-up run revises from it)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -205,6 +238,30 @@ export const RaiseApprovalBody = Type.Object(
   { additionalProperties: false },
 );
 export type RaiseApprovalBodyT = Static<typeof RaiseApprovalBody>;
+
+/** An agent's revision of its own approval, still undecided (usually in answer to a person's feedback). */
+export const ReviseApprovalBody = Type.Object(
+  {
+    tool_args: Type.Record(Type.String(), Type.Unknown(), {
+      maxProperties: 100,
+      description: 'the revised members, merged over the current tool_args (as a reviewer’s edits are)',
+    }),
+    reasoning: Type.Optional(
+      Type.String({ maxLength: 20_000, description: 'replaces the reasoning; absent: it stays' }),
+    ),
+    summary: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 500,
+        description: 'what was revised and why, for the change log (default: "Revised tool_args")',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ReviseApprovalBodyT = Static<typeof ReviseApprovalBody>;
+
+export const AgentApprovalParams = Type.Object({ agent_uid: Uuid, task_uid: Uuid });
 
 export const TASK_SORT_FIELDS = ['created_at', 'updated_at', 'due_date', 'priority', 'status'] as const;
 
@@ -239,7 +296,8 @@ export const GetTaskQuery = Type.Object({
       maximum: MAX_TASK_WAIT_S,
       description:
         'Seconds to hold the answer while the task is an approval not yet decided (long-poll): it answers ' +
-        'as soon as the approval is decided, or with the pending task once `wait` has passed. ' +
+        'as soon as the approval is decided or a person responds to it with feedback (a new `response`), ' +
+        'or with the pending task once `wait` has passed. ' +
         'Any other task answers at once (docs/work-tasks.md#waiting-for-a-decision).',
     }),
   ),

@@ -78,6 +78,7 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
   for (const r of rows) {
     for (const u of [r.assigneeUserUid, r.originUserUid, r.resolvedByUserUid]) if (u) userUids.add(u);
     for (const u of r.policy?.approver_user_uids ?? []) userUids.add(u);
+    if (r.response) userUids.add(r.response.user_uid);
     for (const a of [r.assigneeAgentUid, r.originAgentUid]) if (a) agentUids.add(a);
   }
   const approvalUids = rows.filter((r) => r.type === 'hil_approval').map((r) => r.uid);
@@ -178,6 +179,16 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
           .map((v) => ({ user_uid: v.userUid, user_name: userName(v.userUid), at: v.at })),
         expires_at: r.expiresAt,
         escalated_at: r.escalatedAt,
+        // Feedback waiting for the agent's revision; a decision makes it moot.
+        response:
+          r.response && !r.resolution
+            ? {
+                feedback: r.response.feedback,
+                user_uid: r.response.user_uid,
+                user_name: userName(r.response.user_uid),
+                at: r.response.at,
+              }
+            : null,
       });
     }
     return view;
@@ -490,7 +501,7 @@ export async function getTask(db: Db, ctx: RequestContext, uid: string): Promise
   return viewOf(db, task);
 }
 
-const RESOLVE_FIELDS = ['action', 'tool_args', 'resolution_note'] as const;
+const RESOLVE_FIELDS = ['action', 'tool_args', 'resolution_note', 'feedback'] as const;
 const UPDATE_FIELDS = [
   'title',
   'description',
@@ -593,6 +604,59 @@ async function updateUserTask(
   return view;
 }
 
+/**
+ * What a person answered, as the agent's follow-up run receives it (`input.decision`;
+ * docs/approvals.md#what-the-follow-up-run-receives): the same shape for every answer.
+ */
+export interface ApprovalDecision {
+  action: 'approve' | 'reject' | 'respond';
+  /** What the answer is about: the approved arguments (edits merged), else the arguments as they stood. */
+  tool_args: Record<string, unknown>;
+  /** The person changed `tool_args` with an approval. */
+  edited: boolean;
+  /** `resolution_note`: the reason of a rejection, a note with an approval; null with a response. */
+  note: string | null;
+  /** A response's feedback; null with a decision. */
+  feedback: string | null;
+  decided_by: { user_uid: string; name: string };
+  decided_at: string;
+}
+
+/** The answer's shape, checked before anything is read or written: 422 naming the field. */
+function validateAnswer(body: PatchTaskBodyT): void {
+  refuseFields(
+    body,
+    UPDATE_FIELDS,
+    'A hil_approval task takes only the resolve fields (action, tool_args, resolution_note, feedback)',
+  );
+  if (!body.action) throw validationFailed('action', 'action is required: approve, reject or respond');
+  if (body.action !== 'respond' && body.feedback !== undefined)
+    throw validationFailed(
+      'feedback',
+      'feedback goes with action respond; to explain a decision, send resolution_note',
+    );
+  if (body.action === 'reject') {
+    if (body.tool_args !== undefined)
+      throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
+    if (!body.resolution_note?.trim())
+      throw validationFailed(
+        'resolution_note',
+        'A rejection needs a reason (resolution_note): the agent and your team will see it',
+      );
+  }
+  if (body.action === 'respond') {
+    if (body.tool_args !== undefined)
+      throw validationFailed(
+        'tool_args',
+        'A response carries feedback, not edits: approve with edited tool_args, or say what to change in feedback',
+      );
+    if (body.resolution_note !== undefined)
+      throw validationFailed('resolution_note', 'A response takes feedback, not resolution_note');
+    if (!body.feedback?.trim())
+      throw validationFailed('feedback', 'feedback is required to respond: what should the agent change?');
+  }
+}
+
 async function resolveApproval(
   tx: DbOrTx,
   jobs: Jobs,
@@ -600,16 +664,10 @@ async function resolveApproval(
   task: TaskRow,
   body: PatchTaskBodyT,
 ) {
-  refuseFields(
-    body,
-    UPDATE_FIELDS,
-    'A hil_approval task takes only the resolve fields (action, tool_args, resolution_note)',
-  );
-  if (!body.action) throw validationFailed('action', 'action is required: approve or reject');
+  validateAnswer(body);
+  const action = body.action!;
   if (task.resolution) throw new AppError('already_resolved', await alreadyDecidedText(tx, task));
-  const approve = body.action === 'approve';
-  if (!approve && body.tool_args !== undefined)
-    throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
+  const approve = action === 'approve';
   const org = task.organizationUid;
   // Fail closed: past its deadline (by the database's clock) nobody decides it any more, even before
   // the expiry job has ended it. Nothing is written: the job ends it.
@@ -623,7 +681,7 @@ async function resolveApproval(
   const refusal = refusalOf(
     policy,
     { userUid: actor.userUid!, role: roleIn(ctx, org) },
-    body.action,
+    action,
     task.initiatorUserUid,
   );
   if (refusal === 'not_an_approver')
@@ -636,6 +694,7 @@ async function resolveApproval(
       'initiator_cannot_approve',
       `Under the policy "${policy!.name}" the person who started this cannot approve it; someone else must`,
     );
+  if (action === 'respond') return respondToApproval(tx, jobs, ctx, task, body.feedback!.trim());
   // Edits are merged over what the agent asked for, so a reviewer can change one member (the body) and
   // keep the rest (recipients, invoice).
   const toolArgs =
@@ -666,11 +725,13 @@ async function resolveApproval(
       });
   }
 
+  // A rejection's reason is required (above); stored as given, less surrounding blanks.
+  const note = approve ? (body.resolution_note ?? null) : body.resolution_note!.trim();
   const resolved = await repo.resolveTask(tx, org, task.uid, {
     status: approve ? 'done' : 'canceled',
     resolution: approve ? 'approved' : 'rejected',
     resolvedByUserUid: actor.userUid!,
-    resolutionNote: body.resolution_note ?? null,
+    resolutionNote: note,
     toolArgs,
   });
   if (!resolved) throw new AppError('already_resolved', 'This approval was already resolved');
@@ -685,9 +746,9 @@ async function resolveApproval(
   });
   await repo.insertChanges(tx, org, task.uid, [
     change(actor, 'resolved', {
-      action: body.action,
+      action,
       resolution: resolved.resolution,
-      resolution_note: body.resolution_note ?? null,
+      resolution_note: note,
       ...(approve && body.tool_args ? { edited_tool_args: Object.keys(body.tool_args) } : {}),
       ...(policy && approve ? { approvals } : {}),
       ...(policy ? { required_approvals: required } : {}),
@@ -695,28 +756,26 @@ async function resolveApproval(
     }),
   ]);
 
+  // The agent hears every decision: an approval to act on, a rejection to know of (and record).
+  const followUp = await followUpAgent(tx, task, action);
   let warning: string | undefined;
-  if (approve && task.trigger && task.originAgentUid) {
-    const agent = await findAgent(tx, [org], task.originAgentUid, { forUpdate: true });
-    const blocker = agent
-      ? await followUpBlocker(tx, agent)
-      : 'The agent that raised this approval no longer exists';
-    if (blocker) warning = `Approved, but no follow-up run was started: ${blocker}`;
-    else
-      await requestRun(tx, jobs, {
-        agent: agent!,
-        triggerType: 'approval',
-        trigger: { type: 'approval', task_uid: task.uid, original_trigger: task.trigger },
-        input: { task_uid: task.uid },
-        taskUid: task.uid,
-        requestedByUid: actor.userUid ?? null,
-      });
-  }
+  if (followUp?.blocker)
+    warning = `${approve ? 'Approved' : 'Rejected'}, but no follow-up run was started: ${followUp.blocker}`;
+  else if (followUp?.agent)
+    await startFollowUp(tx, jobs, followUp.agent, task, {
+      action,
+      tool_args: toolArgs ?? {},
+      edited,
+      note,
+      feedback: null,
+      decided_by: { user_uid: actor.userUid!, name: actor.name },
+      decided_at: resolved.resolvedAt!.toISOString(),
+    });
   const view = await viewOf(tx, resolved);
   await approvalChanged(tx, jobs, { organizationUid: org, taskUid: task.uid, kind: 'decided' });
   await emitEvent(tx, jobs, ctx, 'approval.decided', taskEntity(task), {
     work_task: view,
-    decision: body.action,
+    decision: action,
   });
   return warning ? { ...view, _warning: warning } : view;
 }
@@ -730,6 +789,90 @@ async function alreadyDecidedText(tx: DbOrTx, task: TaskRow): Promise<string> {
   const who = by ? ` by ${by.fullName || by.email}` : '';
   const when = task.resolvedAt ? ` at ${task.resolvedAt.toISOString()}` : '';
   return `This approval was already ${task.resolution}${who}${when}`;
+}
+
+/**
+ * `action: respond`: feedback to the agent without deciding. The approval stays open; the feedback is
+ * kept as its pending `response`, and the agent's follow-up run revises the request from it (status
+ * `in_progress` meanwhile: the agent is working on it). Approvals counted so far stand until the
+ * revision changes the arguments. When no run can start (the agent is paused), the feedback is still
+ * recorded and the answer carries `_warning`.
+ */
+async function respondToApproval(
+  tx: DbOrTx,
+  jobs: Jobs,
+  ctx: RequestContext,
+  task: TaskRow,
+  feedback: string,
+): Promise<TaskView> {
+  const org = task.organizationUid;
+  const actor = userActor(ctx);
+  const followUp = await followUpAgent(tx, task, 'respond');
+  const updated = await repo.recordResponse(
+    tx,
+    org,
+    task.uid,
+    { feedback, userUid: actor.userUid! },
+    followUp?.agent ? 'in_progress' : undefined,
+  );
+  if (!updated) throw new AppError('already_resolved', 'This approval was already resolved');
+  await repo.insertChanges(tx, org, task.uid, [change(actor, 'responded', { feedback })]);
+  await recordUpdate(tx, ctx, {
+    organizationUid: org,
+    action: 'task.responded',
+    entityUid: task.uid,
+    before: task,
+    after: updated,
+    options: { omit: TASK_NOISE },
+  });
+  if (followUp?.agent)
+    await startFollowUp(tx, jobs, followUp.agent, task, {
+      action: 'respond',
+      tool_args: task.toolArgs ?? {},
+      edited: false,
+      note: null,
+      feedback,
+      decided_by: { user_uid: actor.userUid!, name: actor.name },
+      decided_at: updated.response!.at,
+    });
+  const view = await viewOf(tx, updated);
+  return followUp?.blocker
+    ? { ...view, _warning: `Feedback recorded, but no follow-up run was started: ${followUp.blocker}` }
+    : view;
+}
+
+/**
+ * The agent that acts on an answer (locked: its run count moves), or why it cannot; null when the
+ * approval names no trigger to follow up (nothing is started, nothing to warn about).
+ */
+async function followUpAgent(
+  tx: DbOrTx,
+  task: TaskRow,
+  action: ApprovalDecision['action'],
+): Promise<{ agent: AgentRow; blocker?: undefined } | { agent?: undefined; blocker: string } | null> {
+  if (!task.trigger || !task.originAgentUid) return null;
+  const agent = await findAgent(tx, [task.organizationUid], task.originAgentUid, { forUpdate: true });
+  if (!agent) return { blocker: 'The agent that raised this approval no longer exists' };
+  const blocker = await followUpBlocker(tx, agent, action);
+  return blocker ? { blocker } : { agent };
+}
+
+/** The follow-up run of an answer, in the answer's transaction: `input` carries the structured decision. */
+async function startFollowUp(
+  tx: DbOrTx,
+  jobs: Jobs,
+  agent: AgentRow,
+  task: TaskRow,
+  decision: ApprovalDecision,
+): Promise<void> {
+  await requestRun(tx, jobs, {
+    agent,
+    triggerType: 'approval',
+    trigger: { type: 'approval', task_uid: task.uid, original_trigger: task.trigger },
+    input: { task_uid: task.uid, decision },
+    taskUid: task.uid,
+    requestedByUid: decision.decided_by.user_uid,
+  });
 }
 
 /** The caller's role in the task's organization (which need not be the call's default one). */
@@ -814,14 +957,97 @@ async function recordPartialApproval(
   return viewOf(tx, updated);
 }
 
-/** Extra reasons an agent type cannot act on an approval; agents register theirs (collections: an email account). */
-export type FollowUpCheck = (tx: DbOrTx, agent: AgentRow) => Promise<string | null>;
+export interface ReviseApprovalInput {
+  /** The agent revising: only the agent that raised an approval revises it. */
+  agent: AgentRow;
+  taskUid: string;
+  /** The revised members, merged over the current `tool_args` as a person's edits are. */
+  toolArgs: Record<string, unknown>;
+  /**
+   * The response this revision answers (its `at` names it); `pending`: whatever response is pending when
+   * it lands (an outside runtime's revision over HTTP); null: a revision of the agent's own.
+   */
+  answering: { feedback: string; at: string } | 'pending' | null;
+  /** One line for the change log: how it was revised ("rewrote the subject and body with the model"). */
+  summary: string;
+  /** A new `reasoning`, when the agent has more to say; else it stays. */
+  reasoning?: string | undefined;
+  /** Who revises it, for the audit log: the agent run. */
+  origin: AuditOrigin;
+}
+
+export type RevisedApproval =
+  | { revised: true; task: TaskRow; editedToolArgs: string[]; discardedApprovals: number }
+  | { revised: false; task: TaskRow };
+
+/**
+ * The agent revises an approval still undecided, usually in answer to a person's feedback
+ * (`action: respond`): new `tool_args` merged over the current ones, a `revised` change-log entry by
+ * the agent naming the feedback it answered, the audit event `task.revised`. Changed arguments discard
+ * the approvals counted so far (they approved other arguments), as a person's edits do, and may not move
+ * the approval under another policy (422). Answering the pending response clears it and the approval is
+ * pending again (`todo`, or `in_review` when approvals still count); a newer response keeps it with the
+ * agent (`in_progress`). An approval decided meanwhile is left as it is (`revised: false`). Runs in the
+ * caller's transaction and locks the task.
+ */
+export async function reviseApproval(tx: DbOrTx, input: ReviseApprovalInput): Promise<RevisedApproval> {
+  const org = input.agent.organizationUid;
+  const task = await repo.findTask(tx, [org], input.taskUid, { forUpdate: true });
+  if (!task || task.type !== 'hil_approval' || task.originAgentUid !== input.agent.uid)
+    throw notFound('Approval of this agent');
+  if (task.resolution) return { revised: false, task };
+  const toolArgs = { ...(task.toolArgs ?? {}), ...input.toolArgs };
+  const editedToolArgs = Object.keys(input.toolArgs).filter(
+    (key) => !isDeepStrictEqual(input.toolArgs[key], task.toolArgs?.[key]),
+  );
+  if (editedToolArgs.length > 0) await refuseEditThatChangesPolicy(tx, task, toolArgs);
+  const discardedApprovals = editedToolArgs.length > 0 ? await repo.deleteApprovals(tx, org, task.uid) : 0;
+  const answering = input.answering === 'pending' ? task.response : input.answering;
+  const answered = !task.response || (answering !== null && task.response.at === answering.at);
+  const stillCounted = editedToolArgs.length > 0 ? 0 : await repo.countApprovals(tx, org, task.uid);
+  const updated = await repo.updateTask(tx, org, task.uid, {
+    toolArgs,
+    ...(input.reasoning !== undefined ? { reasoning: input.reasoning } : {}),
+    ...(answered ? { response: null, status: stillCounted > 0 ? 'in_review' : 'todo' } : {}),
+  });
+  await repo.insertChanges(tx, org, task.uid, [
+    change(agentActor(input.agent), 'revised', {
+      summary: input.summary,
+      feedback: answering?.feedback ?? null,
+      edited_tool_args: editedToolArgs,
+      ...(discardedApprovals > 0 ? { discarded_approvals: discardedApprovals } : {}),
+    }),
+  ]);
+  await recordUpdate(tx, input.origin, {
+    organizationUid: org,
+    action: 'task.revised',
+    entityUid: task.uid,
+    before: { ...task, approvals: stillCounted + discardedApprovals },
+    after: { ...updated, approvals: stillCounted },
+    options: { omit: TASK_NOISE },
+  });
+  return { revised: true, task: updated, editedToolArgs, discardedApprovals };
+}
+
+/**
+ * Extra reasons an agent type cannot act on an answer; agents register theirs (collections: an email
+ * account to send an approved reminder from).
+ */
+export type FollowUpCheck = (
+  tx: DbOrTx,
+  agent: AgentRow,
+  action: ApprovalDecision['action'],
+) => Promise<string | null>;
 const followUpChecks = new Map<string, FollowUpCheck>();
 export function registerFollowUpCheck(agentType: string, check: FollowUpCheck): void {
   followUpChecks.set(agentType, check);
 }
-async function followUpBlocker(tx: DbOrTx, agent: AgentRow): Promise<string | null> {
-  return runBlocker(agent) ?? (await followUpChecks.get(agent.agentType)?.(tx, agent)) ?? null;
+async function followUpBlocker(
+  tx: DbOrTx,
+  agent: AgentRow,
+  action: ApprovalDecision['action'],
+): Promise<string | null> {
+  return runBlocker(agent) ?? (await followUpChecks.get(agent.agentType)?.(tx, agent, action)) ?? null;
 }
 
 function commaList<T extends string>(

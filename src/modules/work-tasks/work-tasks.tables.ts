@@ -15,6 +15,13 @@ export type Resolution = (typeof RESOLUTIONS)[number];
 export const CONTEXT_ENTITY_TYPES = ['invoice', 'party'] as const;
 export type ContextEntityType = (typeof CONTEXT_ENTITY_TYPES)[number];
 
+/** A person's feedback on an approval, waiting for the agent's revision. `at` is the database's clock. */
+export interface ApprovalResponse {
+  feedback: string;
+  user_uid: string;
+  at: string;
+}
+
 const at = (name: string) => timestamp(name, { withTimezone: true });
 
 /** Work tasks (interface 2.8): tasks for people, and approvals agents wait on. */
@@ -60,6 +67,11 @@ export const workTasks = pgTable(
     expiresAt: at('expires_at'),
     escalateAt: at('escalate_at'),
     escalatedAt: at('escalated_at'),
+    /**
+     * The feedback a person sent without deciding (`action: respond`) that the agent has not answered
+     * with a revision yet (migration 0024); null otherwise.
+     */
+    response: jsonb('response').$type<ApprovalResponse>(),
     /** Bumped on every change: the list's `updated_at` sort and optimistic checks read it. */
     revision: integer('revision').notNull().default(1),
     ...timestamps,

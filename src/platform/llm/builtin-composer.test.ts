@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { composeReminder, readHint } from './builtin-composer.ts';
+import { applyFeedback, composeReminder, readHint } from './builtin-composer.ts';
 import { parseEmailAnswer } from './openai-generator.ts';
 import { createTextGenerator, type InvoiceFacts } from './text-generator.ts';
 
@@ -82,6 +82,33 @@ describe('composeReminder', () => {
   });
 });
 
+describe('applyFeedback (a revision without a language model)', () => {
+  const draft = {
+    subject: 'Reminder: INV-7',
+    body_text: 'Hello Client Co,\n\nPlease pay INV-7.\n\nThank you,\nOrg A',
+  };
+
+  it('adds the feedback as written, as a paragraph before the sign-off; the subject and the rest stay', () => {
+    expect(applyFeedback(draft, '  We can offer a payment plan.\r\n\r\n\r\nJust reply.  ')).toEqual({
+      subject: 'Reminder: INV-7',
+      body_text:
+        'Hello Client Co,\n\nPlease pay INV-7.\n\nWe can offer a payment plan.\n\nJust reply.\n\nThank you,\nOrg A',
+    });
+  });
+
+  it('after a body of one paragraph; deterministic; repeated feedback accumulates', () => {
+    expect(applyFeedback({ subject: 'S', body_text: 'Pay, please.' }, 'Thanks!')).toEqual({
+      subject: 'S',
+      body_text: 'Pay, please.\n\nThanks!',
+    });
+    const once = applyFeedback(draft, 'First note.');
+    expect(applyFeedback(draft, 'First note.')).toEqual(once);
+    expect(applyFeedback(once, 'Second note.').body_text).toBe(
+      'Hello Client Co,\n\nPlease pay INV-7.\n\nFirst note.\n\nSecond note.\n\nThank you,\nOrg A',
+    );
+  });
+});
+
 describe('readHint', () => {
   it('reads a tone and nothing else: the hint is never text for the email', () => {
     expect(readHint(undefined)).toEqual({});
@@ -128,5 +155,12 @@ describe('createTextGenerator', () => {
     expect(generator.kind).toBe('builtin');
     const out = await generator.composeEmail({ context_type: 'invoice', facts });
     expect(out).toEqual({ ...compose(), usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 } });
+    const draft = { subject: 'S', body_text: 'Body.\n\nRegards,\nOrg A' };
+    expect(await generator.reviseEmail({ context_type: 'invoice', facts, draft, feedback: 'Note.' })).toEqual(
+      {
+        ...applyFeedback(draft, 'Note.'),
+        usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+      },
+    );
   });
 });

@@ -2,11 +2,13 @@
  * The embedded text generator: a deterministic payment reminder written from the invoice's values, so
  * inference mode works with no outside service. The same input always gives the same text.
  */
-import type {
-  EmailCompositionRequest,
-  GeneratedEmail,
-  InvoiceFacts,
-  TextGenerator,
+import {
+  NO_USAGE,
+  type EmailCompositionRequest,
+  type EmailRevisionRequest,
+  type GeneratedEmail,
+  type InvoiceFacts,
+  type TextGenerator,
 } from './text-generation.ts';
 
 type Tone = 'gentle' | 'firm';
@@ -134,13 +136,43 @@ export function composeReminder(request: EmailCompositionRequest): { subject: st
   return { subject: subjectOf(f, timing, tone), body_text: paragraphs.join('\n\n') };
 }
 
+/**
+ * A draft revised from a reviewer's feedback without a language model: nothing here can understand an
+ * instruction, so the feedback is taken as text the reviewer wants the client to read. It becomes its
+ * own paragraph, as written (blank lines tidied), before the draft's last paragraph (the sign-off), or
+ * after the only one; the subject and every other word stay. The same input always gives the same
+ * text, and the draft always changes. Unlike `prompt_hint`, which anyone composing may pass on from
+ * what an agent read, the feedback comes from a person allowed to decide the approval, who could as
+ * well have edited the draft; the revision comes back to them for approval before anything is sent.
+ */
+export function applyFeedback(
+  draft: { subject: string; body_text: string },
+  feedback: string,
+): { subject: string; body_text: string } {
+  const note = feedback
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
+  const paragraphs = draft.body_text
+    .replace(/\r\n?/g, '\n')
+    .trim()
+    .split(/\n{2,}/)
+    .filter((p) => p.trim() !== '');
+  if (note === '') return { subject: draft.subject, body_text: paragraphs.join('\n\n') };
+  const at = paragraphs.length > 1 ? paragraphs.length - 1 : paragraphs.length;
+  paragraphs.splice(at, 0, note);
+  return { subject: draft.subject, body_text: paragraphs.join('\n\n') };
+}
+
 export class BuiltinComposer implements TextGenerator {
   readonly kind = 'builtin' as const;
 
   async composeEmail(request: EmailCompositionRequest): Promise<GeneratedEmail> {
-    return {
-      ...composeReminder(request),
-      usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
-    };
+    return { ...composeReminder(request), usage: { ...NO_USAGE } };
+  }
+
+  async reviseEmail(request: EmailRevisionRequest): Promise<GeneratedEmail> {
+    return { ...applyFeedback(request.draft, request.feedback), usage: { ...NO_USAGE } };
   }
 }

@@ -49,10 +49,23 @@ export interface GeneratedEmail {
   usage: TokenUsage;
 }
 
+/** A draft a person reviewed and answered with feedback (an approval's `respond`), to be rewritten. */
+export interface EmailRevisionRequest {
+  context_type: 'invoice';
+  facts: InvoiceFacts;
+  draft: { subject: string; body_text: string };
+  /** The reviewer's feedback: what to change. */
+  feedback: string;
+  /** Standing guidance for the writer (an agent's instructions). */
+  prompt_hint?: string | undefined;
+}
+
 export interface TextGenerator {
   readonly kind: 'builtin' | 'openai';
   /** Resolves with a usable subject and body, or rejects with a TextGenerationError. */
   composeEmail(request: EmailCompositionRequest): Promise<GeneratedEmail>;
+  /** The draft rewritten to follow the feedback; rejects with a TextGenerationError. */
+  reviseEmail(request: EmailRevisionRequest): Promise<GeneratedEmail>;
 }
 
 /**

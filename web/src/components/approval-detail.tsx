@@ -15,6 +15,7 @@ export interface DetailHandle {
   approve(): void;
   edit(): void;
   focusReason(): void;
+  focusFeedback(): void;
 }
 
 export interface Decided {
@@ -40,8 +41,9 @@ export function decisionText(task: WorkTask, inSentence = false): string {
 
 /**
  * One approval: what the agent wants to do and why, the context, and the decision. A pending approval
- * can be approved as proposed, edited then approved, or rejected with a reason; one that has been
- * decided (here, elsewhere, or first by someone else) says by whom.
+ * can be approved as proposed, edited then approved, rejected with a reason, or answered with feedback
+ * (respond: the agent revises it and asks again, nothing is decided); one that has been decided (here,
+ * elsewhere, or first by someone else) says by whom.
  */
 export function ApprovalDetail({
   task: given,
@@ -60,18 +62,24 @@ export function ApprovalDetail({
   const [recorded, setRecorded] = useState<WorkTask>();
   const task = recorded && Date.parse(recorded.updated_at) >= Date.parse(given.updated_at) ? recorded : given;
   const [notice, setNotice] = useState<string>();
+  // Said after a response, while the agent has not answered it yet.
+  const [sent, setSent] = useState<string>();
   const [mode, setMode] = useState<'view' | 'edit'>('view');
   const proposed = task.tool_args ?? EMPTY;
   const editor = useArgsEditor(proposed);
   const [reason, setReason] = useState('');
   const [reasonError, setReasonError] = useState<string>();
-  const [busy, setBusy] = useState<'approve' | 'reject' | null>(null);
+  const [feedback, setFeedback] = useState('');
+  const [feedbackError, setFeedbackError] = useState<string>();
+  const [busy, setBusy] = useState<'approve' | 'reject' | 'respond' | null>(null);
   const [problem, setProblem] = useState<string>();
   const reasonInput = useRef<HTMLTextAreaElement>(null);
+  const feedbackInput = useRef<HTMLTextAreaElement>(null);
   const firstEditorInput = useRef<HTMLDivElement>(null);
   const whyNot = useRef<HTMLParagraphElement>(null);
   const titleId = useId();
   const reasonId = `${titleId}-reason`;
+  const feedbackId = `${titleId}-feedback`;
 
   const resolved = Boolean(task.resolution);
   const changeCount = Object.keys(editor.changes).length;
@@ -79,7 +87,10 @@ export function ApprovalDetail({
   const rights = decisionRights(task, { userUid: user.uid, role });
   const whyNotId = `${titleId}-why-not`;
 
-  const decide = async (action: 'approve' | 'reject', toolArgs?: Args) => {
+  const origin =
+    task.origin.type === 'agent' ? task.origin.agent_name || 'An agent' : task.origin.user_name || 'Someone';
+
+  const decide = async (action: 'approve' | 'reject' | 'respond', toolArgs?: Args) => {
     if (busy || resolved) return;
     setBusy(action);
     setProblem(undefined);
@@ -87,12 +98,26 @@ export function ApprovalDetail({
     try {
       const { data } = await client.PATCH('/api/work-tasks/{task_uid}', {
         params: { path: { task_uid: task.uid } },
-        body: {
-          action,
-          ...(toolArgs ? { tool_args: toolArgs } : {}),
-          ...(note ? { resolution_note: note } : {}),
-        },
+        body:
+          action === 'respond'
+            ? { action, feedback: feedback.trim() }
+            : {
+                action,
+                ...(toolArgs ? { tool_args: toolArgs } : {}),
+                ...(note ? { resolution_note: note } : {}),
+              },
       });
+      if (action === 'respond') {
+        // Nothing decided: the approval stays here, with the agent until it has revised it.
+        setRecorded(data);
+        setFeedback('');
+        setSent(
+          data._warning ??
+            `Feedback sent. ${origin} will revise the request and ask again; you can still approve or reject it meanwhile.`,
+        );
+        void refresh();
+        return;
+      }
       if (!data.resolution) {
         // Counted, not decided: the policy needs more people.
         setRecorded(data);
@@ -163,6 +188,19 @@ export function ApprovalDetail({
     }
     void decide('reject');
   };
+  const respond = () => {
+    if (rights.reject) {
+      whyNot.current?.focus();
+      return;
+    }
+    if (!feedback.trim()) {
+      setFeedbackError('Write what the agent should change: it revises the request from it.');
+      feedbackInput.current?.focus();
+      feedbackInput.current?.scrollIntoView({ block: 'center' });
+      return;
+    }
+    void decide('respond');
+  };
   const startEditing = () => {
     setMode('edit');
     setProblem(undefined);
@@ -190,10 +228,17 @@ export function ApprovalDetail({
       reasonInput.current?.focus();
       reasonInput.current?.scrollIntoView({ block: 'center' });
     },
+    focusFeedback: () => {
+      if (resolved) return;
+      if (rights.reject) {
+        whyNot.current?.focus();
+        return;
+      }
+      feedbackInput.current?.focus();
+      feedbackInput.current?.scrollIntoView({ block: 'center' });
+    },
   }));
 
-  const origin =
-    task.origin.type === 'agent' ? task.origin.agent_name || 'An agent' : task.origin.user_name || 'Someone';
   return (
     <article className="detail" aria-labelledby={titleId}>
       <Link to="/app/inbox" className="back-link">
@@ -212,6 +257,15 @@ export function ApprovalDetail({
       </header>
 
       {resolved && <Outcome task={task} departure={departure} />}
+
+      {!resolved && task.response && (
+        <div className="outcome outcome-responded" role="status">
+          <p>
+            <strong>Waiting for {origin}’s revision.</strong> {task.response.user_name || 'Someone'} responded{' '}
+            <Ago at={task.response.at} />: “{task.response.feedback}”
+          </p>
+        </div>
+      )}
 
       {task.reasoning && (
         <section className="panel" aria-labelledby={`${titleId}-why`}>
@@ -271,6 +325,38 @@ export function ApprovalDetail({
               </p>
             )}
           </div>
+          <div className="field respond-field">
+            <label htmlFor={feedbackId}>Feedback to the agent</label>
+            <p className="field-hint" id={`${feedbackId}-hint`}>
+              Respond without deciding: {origin} revises the request from it and asks again.
+            </p>
+            <textarea
+              id={feedbackId}
+              ref={feedbackInput}
+              rows={2}
+              maxLength={4000}
+              aria-invalid={feedbackError ? true : undefined}
+              aria-describedby={`${feedbackId}-hint${feedbackError ? ` ${feedbackId}-error` : ''}`}
+              value={feedback}
+              onChange={(e) => {
+                setFeedback(e.target.value);
+                setFeedbackError(undefined);
+              }}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter' && (e.metaKey || e.ctrlKey)) {
+                  e.preventDefault();
+                  respond();
+                } else if (e.key === 'Escape') {
+                  e.currentTarget.blur();
+                }
+              }}
+            />
+            {feedbackError && (
+              <p className="field-error" id={`${feedbackId}-error`}>
+                {feedbackError}
+              </p>
+            )}
+          </div>
           {(rights.approve || rights.reject) && (
             <p className="decision-note" id={whyNotId} ref={whyNot} tabIndex={-1}>
               {rights.approve ?? rights.reject}
@@ -279,6 +365,11 @@ export function ApprovalDetail({
           {notice && (
             <p className="decision-status" role="status">
               {notice}
+            </p>
+          )}
+          {sent && task.response && (
+            <p className="decision-status" role="status">
+              {sent}
             </p>
           )}
           {problem && (
@@ -341,6 +432,16 @@ export function ApprovalDetail({
               </button>
             </>
           )}
+          <button
+            type="button"
+            className="button"
+            disabled={busy !== null || rights.reject !== null}
+            aria-describedby={rights.reject ? whyNotId : undefined}
+            aria-keyshortcuts="f"
+            onClick={respond}
+          >
+            {busy === 'respond' ? 'Sending…' : 'Respond'}
+          </button>
           <button
             type="button"
             className="button button-danger"

@@ -24,7 +24,8 @@ function isTyping(event: KeyboardEvent): boolean {
 
 /**
  * The approval inbox: pending approvals newest first beside the one selected (one column on a phone),
- * kept current by the poll in ApprovalsProvider. Keyboard: j/k move, a approves, e edits, r rejects.
+ * kept current by the poll in ApprovalsProvider. Keyboard: j/k move, a approves, e edits, r rejects,
+ * f writes feedback (respond).
  */
 export function InboxPage({ uid }: { uid: string | undefined }) {
   const approvals = useApprovals();
@@ -70,6 +71,9 @@ export function InboxPage({ uid }: { uid: string | undefined }) {
           return true;
         case 'r':
           detail.current?.focusReason();
+          return true;
+        case 'f':
+          detail.current?.focusFeedback();
           return true;
         default:
           return false;
@@ -150,6 +154,7 @@ export function InboxPage({ uid }: { uid: string | undefined }) {
                   <span className="item-meta">
                     {task.origin.agent_name ?? task.origin.user_name} · {toolOf(task)} ·{' '}
                     <Ago at={task.created_at} />
+                    {task.response && <span className="revising"> · revising</span>}
                     {(task.priority === 'urgent' || task.priority === 'high') && (
                       <span className={`priority priority-${task.priority}`}> · {task.priority}</span>
                     )}
@@ -165,7 +170,8 @@ export function InboxPage({ uid }: { uid: string | undefined }) {
           </p>
         )}
         <p className="shortcuts" aria-hidden="true">
-          <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>e</kbd> edit · <kbd>r</kbd> reject
+          <kbd>j</kbd>/<kbd>k</kbd> move · <kbd>a</kbd> approve · <kbd>e</kbd> edit · <kbd>r</kbd> reject ·{' '}
+          <kbd>f</kbd> feedback
         </p>
       </section>
       <section className="inbox-detail" aria-label="Selected approval">
