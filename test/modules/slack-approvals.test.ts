@@ -138,6 +138,7 @@ describe('the approval message', () => {
     expect(JSON.parse(findButton(message.blocks, 'remit_approve')!.value!)).toEqual({
       organization_uid: p.orgA.uid,
       task_uid: task.uid,
+      args_digest: expect.stringMatching(/^[0-9a-f]{16}$/),
     });
     expect(JSON.stringify(message.blocks)).not.toContain('/api/');
     const [note] = await notificationsOf(task.uid);
@@ -519,5 +520,36 @@ describe('deciding in Slack', () => {
     await until(async () => slack.message(laterMessage.ts)!.updates > 0, 'the message to be updated');
     expect(statusOf(slack.message(laterMessage.ts)!)).toContain('⌛ Expired');
     expect(buttonsOf(slack.message(laterMessage.ts)!)).toEqual(['remit_open']);
+  });
+
+  it('a click approves only what its message showed: after a revision the old buttons decide nothing; the messages show the new arguments', async () => {
+    const payer = await agent();
+    const task = await raise(payer.uid);
+    const message = await messageAbout(task.uid);
+    const args = () =>
+      (slack.message(message.ts)!.blocks as any[]).find((b) => b.block_id === 'remit_args')?.text.text;
+    expect(args()).toContain('payee: ACME Corp');
+    expect(args()).toContain('amount_cents: 750000');
+    const asPosted = structuredClone(message);
+    // The agent revises its request (an outside runtime answering feedback): asked again.
+    await ok(
+      call(t.app, 'PATCH', `/api/agents/${payer.uid}/approvals/${task.uid}`, {
+        key: key(),
+        body: { tool_args: { amount_cents: 900_000 }, summary: 'Pay the late fee too' },
+      }),
+    );
+    await until(async () => slack.message(message.ts)!.updates > 0, 'the first message to be updated');
+    expect(args()).toContain('amount_cents: 900000');
+    const before = slack.ephemerals.length;
+    await interact(slack.clickPayload(asPosted, 'remit_approve', ADMIN));
+    await until(async () => slack.ephemerals.length > before, 'the ephemeral answer');
+    expect(slack.ephemerals.at(-1)!.text).toContain('changed after that message was posted');
+    expect((await read(task.uid)).resolution).toBeNull();
+    // The message as it is now approves the revision.
+    await interact(slack.clickPayload(slack.message(message.ts)!, 'remit_approve', ADMIN));
+    expect(await read(task.uid)).toMatchObject({
+      resolution: 'approved',
+      tool_args: { amount_cents: 900_000 },
+    });
   });
 });

@@ -10,6 +10,8 @@ export const NOTIFICATION_METADATA_TYPE = 'remit_notification';
 export interface ApprovalButtonValue {
   organization_uid: string;
   task_uid: string;
+  /** The digest of the arguments the message showed: a click approves those, or nothing. */
+  args_digest: string;
 }
 
 export interface RenderedNotice {
@@ -48,7 +50,28 @@ export function consoleLinkOf(base: string, row: NotificationRow, taskIsApproval
 }
 
 function stateKeyOf(state: ApprovalState | null): string {
-  return state ? `${state.resolution ?? 'open'}:${state.approvals}` : '';
+  return state ? `${state.resolution ?? 'open'}:${state.approvals}:${state.argsDigest}` : '';
+}
+
+/**
+ * What approving will do, as people read it: an email's recipients, subject and the start of its body;
+ * any other tool's arguments as `name: value` lines. Shown so a decision in Slack is not made blind.
+ */
+export function argsText(toolArgs: Record<string, unknown>): string {
+  const line = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+  if (toolArgs.type === 'send_email') {
+    const to = Array.isArray(toolArgs.recipients) ? toolArgs.recipients.map(line).join(', ') : '';
+    const body = typeof toolArgs.body === 'string' ? toolArgs.body : '';
+    return [
+      `Email to ${to || '(no recipients)'}`,
+      `Subject: ${line(toolArgs.subject ?? '')}`,
+      '',
+      body.length > 1200 ? `${body.slice(0, 1199)}…` : body,
+    ].join('\n');
+  }
+  return Object.entries(toolArgs)
+    .map(([key, value]) => `${key}: ${line(value)}`)
+    .join('\n');
 }
 
 /** One line on what became of an approval, or how far it got. */
@@ -90,6 +113,8 @@ export async function renderNotice(
       : null;
   const link = consoleLinkOf(options.publicBaseUrl, row, state !== null || row.event === 'approval_required');
   const blocks: object[] = [{ type: 'section', block_id: 'remit_text', text: plain(row.text) }];
+  if (state?.toolArgs)
+    blocks.push({ type: 'section', block_id: 'remit_args', text: plain(argsText(state.toolArgs)) });
   const status = state ? approvalStatusLine(state) : null;
   if (status) blocks.push({ type: 'context', block_id: 'remit_status', elements: [plain(status)] });
   const buttons: object[] = [];
@@ -97,6 +122,7 @@ export async function renderNotice(
     const value = JSON.stringify({
       organization_uid: row.organizationUid,
       task_uid: state.uid,
+      args_digest: state.argsDigest,
     } satisfies ApprovalButtonValue);
     buttons.push(
       { type: 'button', action_id: SLACK_ACTIONS.approve, style: 'primary', text: plain('Approve'), value },

@@ -1,7 +1,7 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
-import { enqueueDelivery } from './notification-delivery.ts';
+import { enqueueDelivery, refreshOnApprovalChange } from './notification-delivery.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, listAgentsWithDigest, type AgentRow } from './agents.repository.ts';
@@ -52,6 +52,12 @@ export async function notify(deps: NotifyDeps, notice: Notice): Promise<repo.Not
   return deps.db.transaction(async (tx) => {
     const row = await recordNotice(tx, deps.chat, notice);
     if (row?.deliveryStatus === 'pending') await enqueueDelivery(tx, deps.jobs, row);
+    // An approval asked again (revised after feedback): its earlier messages show what it is now.
+    if (row?.event === 'approval_required' && row.taskUid)
+      await refreshOnApprovalChange(tx, deps.jobs, {
+        organizationUid: row.organizationUid,
+        taskUid: row.taskUid,
+      });
     return row;
   });
 }

@@ -33,6 +33,8 @@ export type SlackReply = null | { response_action: 'errors'; errors: Record<stri
 interface Target {
   organization_uid: string;
   task_uid: string;
+  /** The digest of the arguments the message showed (absent on messages posted before it existed). */
+  args_digest?: string;
 }
 
 interface InteractionPayload {
@@ -66,7 +68,13 @@ function targetOf(value: unknown): Target {
   if (!t || typeof t.organization_uid !== 'string' || typeof t.task_uid !== 'string')
     throw badPayload('the action names no approval');
   if (!UUID.test(t.organization_uid) || !UUID.test(t.task_uid)) throw badPayload('the approval is not a uid');
-  return { organization_uid: t.organization_uid, task_uid: t.task_uid };
+  const digest =
+    typeof t.args_digest === 'string' && /^[0-9a-f]{16}$/.test(t.args_digest) ? t.args_digest : undefined;
+  return {
+    organization_uid: t.organization_uid,
+    task_uid: t.task_uid,
+    ...(digest ? { args_digest: digest } : {}),
+  };
 }
 
 function str(value: unknown): string | undefined {
@@ -156,7 +164,16 @@ async function decide(
   target: Target,
   body: { action: 'approve' | 'reject'; resolution_note?: string },
 ): Promise<string> {
-  const view = await patchTask(deps.db, deps.jobs, ctx, target.task_uid, body);
+  // Under the task's lock, the arguments are still the ones the message showed, and the decision is
+  // made in the same transaction: a revision after feedback cannot slip in between.
+  const view = await deps.db.transaction(async (tx) => {
+    const now = await approvalState(tx, target.organization_uid, target.task_uid, { forUpdate: true });
+    if (now && now.resolution === null && target.args_digest && now.argsDigest !== target.args_digest)
+      throw new SlackRefusal(
+        'This request changed after that message was posted (the agent revised it); nothing was decided. Look at the newest message, or decide in Remit.',
+      );
+    return patchTask(tx as unknown as Db, deps.jobs, ctx, target.task_uid, body);
+  });
   if (view.resolution === null && body.action === 'approve') {
     const state = await approvalState(deps.db, target.organization_uid, target.task_uid);
     return `Your approval is recorded (${state?.approvals ?? '?'} of ${state?.requiredApprovals ?? '?'} needed).`;

@@ -1,3 +1,4 @@
+import crypto from 'node:crypto';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import * as repo from './work-tasks.repository.ts';
@@ -19,14 +20,41 @@ export interface ApprovalState {
   requiredApprovals: number;
   expiresAt: Date | null;
   policyName: string | null;
+  /** What the agent will do once approved. */
+  toolArgs: Record<string, unknown> | null;
+  /**
+   * A digest of `toolArgs`: a button carries the one it was drawn with, so a click approves only the
+   * arguments its message showed (not a revision posted since).
+   */
+  argsDigest: string;
+}
+
+export function argsDigestOf(toolArgs: unknown): string {
+  return crypto
+    .createHash('sha256')
+    .update(stableJson(toolArgs ?? null))
+    .digest('hex')
+    .slice(0, 16);
+}
+
+/** JSON with object keys sorted: the same arguments give the same digest whatever their order. */
+function stableJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
+  if (value && typeof value === 'object')
+    return `{${Object.keys(value)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${stableJson((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
 }
 
 export async function approvalState(
   db: DbOrTx,
   organizationUid: string,
   taskUid: string,
+  options: { forUpdate?: boolean } = {},
 ): Promise<ApprovalState | null> {
-  const task = await repo.findTask(db, [organizationUid], taskUid);
+  const task = await repo.findTask(db, [organizationUid], taskUid, options);
   if (!task || task.type !== 'hil_approval') return null;
   const [decider] = task.resolvedByUserUid ? await repo.loadUsers(db, [task.resolvedByUserUid]) : [];
   return {
@@ -42,6 +70,8 @@ export async function approvalState(
     requiredApprovals: task.policy?.required_approvals ?? 1,
     expiresAt: task.expiresAt,
     policyName: task.policy?.name ?? null,
+    toolArgs: task.toolArgs,
+    argsDigest: argsDigestOf(task.toolArgs),
   };
 }
 
