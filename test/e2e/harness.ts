@@ -44,7 +44,11 @@ export interface ConsoleRun {
 }
 
 /** `remit init` (organization "Acme Collections", Ada its admin), then the server and Chromium at once. */
-export async function startConsoleRun(prefix: string): Promise<ConsoleRun> {
+export async function startConsoleRun(
+  prefix: string,
+  /** More of the server's environment (a fake Slack's, say). */
+  extraEnv: Record<string, string> = {},
+): Promise<ConsoleRun> {
   fs.mkdirSync(SHOTS, { recursive: true });
   const database = await processDatabase(prefix);
   const init = await runCli(
@@ -58,7 +62,7 @@ export async function startConsoleRun(prefix: string): Promise<ConsoleRun> {
     api_key: string;
   };
   const [server, browser] = await Promise.all([
-    startServer(database.env),
+    startServer({ ...database.env, ...extraEnv }),
     chromium.launch({
       executablePath: CHROMIUM,
       headless: true,

@@ -7,6 +7,7 @@ import {
   deliverNotification,
   sweepStrandedDeliveries,
 } from '../../src/modules/agents/notification-delivery.ts';
+import { rawQuery } from '../../src/platform/db/client.ts';
 import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import { expireDueApprovals } from '../../src/modules/work-tasks/approval-deadlines.service.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
@@ -14,6 +15,7 @@ import { FakeSlack, findButton, type SlackMessage } from '../helpers/fake-slack.
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { until } from '../helpers/until.ts';
+import { outboxMessages } from '../helpers/people.ts';
 
 /**
  * Approvals in Slack (issue 21, points 1 and 2; docs/slack.md): every post a durable job after commit,
@@ -98,10 +100,11 @@ const raise = (agentUid: string, title = `Pay ACME ${tag()}?`) =>
 const read = (taskUid: string) => ok(call(t.app, 'GET', `/api/work-tasks/${taskUid}`, { key: key() }));
 
 /** The approval message of a task, once posted. */
-function messageAbout(taskUid: string): Promise<SlackMessage> {
+function messageAbout(taskUid: string, ms = 20_000): Promise<SlackMessage> {
   return until(
     async () => slack.messages.find((m) => JSON.stringify(m.blocks ?? '').includes(taskUid)),
     'the approval message',
+    ms,
   );
 }
 
@@ -286,7 +289,14 @@ describe('after a crash', () => {
     slack.messages.splice(slack.messages.indexOf(message), 1);
     await stranded(task.uid, 5);
     expect(await sweepStrandedDeliveries(deps())).toBeGreaterThanOrEqual(1);
-    const reposted = await messageAbout(task.uid);
+    const [job] = await rawQuery<{ state: string }>(
+      t.db,
+      `select state from pgboss.job where name = 'remit.chat.deliver' and data->>'notification_uid' = $1 order by created_on desc limit 1`,
+      [(await notificationsOf(task.uid))[0]!.uid],
+    );
+    expect(job).toBeDefined();
+    // Worked by the app's own workers (slow only when the machine is loaded by a whole suite).
+    const reposted = await messageAbout(task.uid, 60_000);
     expect(reposted.ts).not.toBe(message.ts);
     await until(
       async () => (await notificationsOf(task.uid))[0]?.deliveryStatus === 'sent',
@@ -551,5 +561,59 @@ describe('deciding in Slack', () => {
       resolution: 'approved',
       tool_args: { amount_cents: 900_000 },
     });
+  });
+
+  it('Slack, an email link and the API at the same moment: exactly one decides; the others are told who won', async () => {
+    const opt = await call(t.app, 'PATCH', '/api/me/preferences', {
+      key: grace.key,
+      body: { approval_emails: true },
+    });
+    expect(opt.status, opt.raw).toBe(200);
+    const payer = await agent();
+    const task = await raise(payer.uid);
+    const message = await messageAbout(task.uid);
+    const email = await until(
+      async () =>
+        outboxMessages(t, grace.email).find((m) => m.includes(`Subject: Approval needed: ${task.title}`)),
+      'the approval email',
+    );
+    const token = /\/approval\?token=([\w.-]+)/.exec(email)![1]!;
+    const before = slack.ephemerals.length;
+    const [inSlack, byLink, byApi] = await Promise.all([
+      interact(slack.clickPayload(message, 'remit_approve', ADMIN)),
+      call(t.app, 'POST', '/api/approval-links/decide', { body: { token, action: 'approve' } }),
+      call(t.app, 'PATCH', `/api/work-tasks/${task.uid}`, {
+        key: p.orgA.member.key,
+        body: { action: 'reject', resolution_note: 'Hold it' },
+      }),
+    ]);
+    expect(inSlack.status).toBe(200);
+    const decided = await read(task.uid);
+    const winner = decided.resolved_by.user_uid;
+    expect([p.orgA.admin.userUid, grace.userUid, p.orgA.member.userUid]).toContain(winner);
+    // Each loser was told the decision stood, naming the winner.
+    if (winner !== grace.userUid) {
+      expect(byLink.status).toBe(409);
+      expect(byLink.body.code).toBe('already_resolved');
+    } else expect(byLink.status, byLink.raw).toBe(200);
+    if (winner !== p.orgA.member.userUid) {
+      expect(byApi.status).toBe(409);
+      expect(byApi.body.message).toMatch(/already (approved|rejected) by .+ at /);
+    } else expect(byApi.status, byApi.raw).toBe(200);
+    if (winner !== p.orgA.admin.userUid) {
+      await until(async () => slack.ephemerals.length > before, 'the Slack loser told');
+      expect(slack.ephemerals.at(-1)!.text).toMatch(/already (approved|rejected) by .+ at /);
+    }
+    const audit = await ok(
+      call(
+        t.app,
+        'GET',
+        `/api/organization/${p.orgA.uid}/audit-events?entity_uid=${task.uid}&action=task.decided`,
+        {
+          key: key(),
+        },
+      ),
+    );
+    expect(audit.items).toHaveLength(1);
   });
 });

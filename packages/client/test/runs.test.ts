@@ -238,7 +238,7 @@ describe('the follow-up run of an approval', () => {
     expect((await findFollowUpRun(remit, raised))?.attributes.status).toBe('completed');
   });
 
-  it('a rejected approval starts no run: nothing to claim', async () => {
+  it("a rejected approval's follow-up run tells the runtime so: the decision is its input", async () => {
     const { agent } = await agentWithRuns(0);
     const raised = await remit.POST('/api/agents/{agent_uid}/approvals', {
       params: { path: { agent_uid: agent.uid } },
@@ -246,10 +246,15 @@ describe('the follow-up run of an approval', () => {
     });
     const rejected = await call(t.app, 'PATCH', `/api/work-tasks/${raised.data.uid}`, {
       key: p.orgA.member.key,
-      body: { action: 'reject' },
+      body: { action: 'reject', resolution_note: 'Not this customer' },
     });
     expect(rejected.status, rejected.raw).toBe(200);
-    expect(await findFollowUpRun(remit, raised.data.uid)).toBeNull();
-    expect(await claimFollowUpRun(remit, raised.data.uid)).toBeNull();
+    const run = await findFollowUpRun(remit, raised.data.uid);
+    expect((run?.attributes.input as { decision?: unknown } | undefined)?.decision).toMatchObject({
+      action: 'reject',
+      note: 'Not this customer',
+    });
+    const claimed = await claimFollowUpRun(remit, raised.data.uid);
+    expect(claimed?.run.attributes.status).toBe('running');
   });
 });

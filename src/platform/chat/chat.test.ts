@@ -72,7 +72,13 @@ describe('postMessage (chat.postMessage)', () => {
   it('posts JSON with the bot token and resolves to the message ts', async () => {
     const ts = await chat.postMessage('C1', 'Hello *team*');
     expect(ts).toMatch(/^\d+\.\d{6}$/);
-    expect(slack.messages.at(-1)).toEqual({ channel: 'C1', text: 'Hello *team*', token: slack.token, ts });
+    expect(slack.messages.at(-1)).toEqual({
+      channel: 'C1',
+      text: 'Hello *team*',
+      token: slack.token,
+      ts,
+      updates: 0,
+    });
     expect(slack.requestsFor('chat.postMessage').at(-1)!.contentType).toBe('application/json');
   });
 
