@@ -20,8 +20,11 @@ export function outboxMessages(t: TestApp, to: string): string[] {
 export function outboxMessagesIn(dataDir: string, to: string): string[] {
   const dir = path.join(dataDir, 'outbox');
   if (!fs.existsSync(dir)) return [];
+  // Only finished messages: a `.tmp` file is one being written, renamed to `.eml` when complete (and
+  // gone by the time it would be read).
   return fs
     .readdirSync(dir)
+    .filter((name) => name.endsWith('.eml'))
     .map((name) => path.join(dir, name))
     .sort((a, b) => fs.statSync(a).mtimeMs - fs.statSync(b).mtimeMs)
     .map((file) => decoded(fs.readFileSync(file, 'utf8')))

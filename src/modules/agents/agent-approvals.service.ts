@@ -4,7 +4,8 @@ import { AppError, notFound, validationFailed } from '../../platform/http/errors
 import type { AppDeps } from '../../platform/http/types.ts';
 import { raiseApproval, reviseApproval, viewTask, type TaskView } from '../work-tasks/work-tasks.service.ts';
 import type { RaiseApprovalBodyT, ReviseApprovalBodyT } from '../work-tasks/work-tasks.schemas.ts';
-import { findAgent } from './agents.repository.ts';
+import { findAgent, type AgentRow } from './agents.repository.ts';
+import type { DbOrTx } from '../../platform/db/client.ts';
 import { findRun } from './agent-runs.repository.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
 import { notify } from './notifications.service.ts';
@@ -20,7 +21,7 @@ export async function raiseAgentApproval(
   body: RaiseApprovalBodyT,
 ): Promise<TaskView> {
   const { db } = deps.database;
-  const { view, agent } = await db.transaction(async (tx) => {
+  const view = await db.transaction(async (tx) => {
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     if (body.run_uid) {
@@ -44,26 +45,12 @@ export async function raiseAgentApproval(
       origin: ctx,
       jobs: deps.jobs,
     });
-    return { view: await viewTask(tx, task), agent };
+    const view = await viewTask(tx, task);
+    // Recorded with the approval, posted by a job once it commits: a person is told only about an
+    // approval that exists, and about every one that does.
+    await announceApproval(tx, deps, agent, view, 'needs approval', body.run_uid ?? null);
+    return view;
   });
-  // After commit: a person is told only about an approval that exists.
-  const invoice = (
-    view.context_entities as { entity_type: string; entity_uid: string; invoice_number?: string }[]
-  ).find((e) => e.entity_type === 'invoice');
-  await notify(
-    { db, chat: deps.chat, jobs: deps.jobs },
-    {
-      agent,
-      event: 'approval_required',
-      text:
-        `${agent.name} needs approval: ${view.title as string}` +
-        (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
-        `. Task ${view.uid as string}.`,
-      runUid: body.run_uid ?? null,
-      taskUid: view.uid as string,
-      invoiceUid: invoice?.entity_uid ?? null,
-    },
-  );
   return view;
 }
 
@@ -81,7 +68,7 @@ export async function reviseAgentApproval(
   body: ReviseApprovalBodyT,
 ): Promise<TaskView> {
   const { db } = deps.database;
-  const { view, agent } = await db.transaction(async (tx) => {
+  const view = await db.transaction(async (tx) => {
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     const result = await reviseApproval(tx, {
@@ -98,24 +85,44 @@ export async function reviseAgentApproval(
         'already_resolved',
         `This approval was already resolved (${result.task.resolution})`,
       );
-    return { view: await viewTask(tx, result.task), agent };
+    const view = await viewTask(tx, result.task);
+    await announceApproval(
+      tx,
+      deps,
+      agent,
+      view,
+      'revised its request and needs approval again',
+      (view.run_uid as string | null) ?? null,
+    );
+    return view;
   });
+  return view;
+}
+
+/** The `approval_required` notice of an approval raised or revised over HTTP, in its transaction. */
+async function announceApproval(
+  tx: DbOrTx,
+  deps: Pick<AppDeps, 'jobs'> & { chat: ChatClient },
+  agent: AgentRow,
+  view: TaskView,
+  what: string,
+  runUid: string | null,
+): Promise<void> {
   const invoice = (
     view.context_entities as { entity_type: string; entity_uid: string; invoice_number?: string }[]
   ).find((e) => e.entity_type === 'invoice');
   await notify(
-    { db, chat: deps.chat, jobs: deps.jobs },
+    { db: tx, chat: deps.chat, jobs: deps.jobs },
     {
       agent,
       event: 'approval_required',
       text:
-        `${agent.name} revised its request and needs approval again: ${view.title as string}` +
+        `${agent.name} ${what}: ${view.title as string}` +
         (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
         `. Task ${view.uid as string}.`,
-      runUid: (view.run_uid as string | null) ?? null,
+      runUid,
       taskUid: view.uid as string,
       invoiceUid: invoice?.entity_uid ?? null,
     },
   );
-  return view;
 }

@@ -23,7 +23,8 @@ const DEFAULT_SWITCHES: Record<NotificationEvent, boolean> = {
 };
 
 export interface NotifyDeps {
-  db: Db;
+  /** The database, or the transaction the notice is part of (then it commits with it). */
+  db: DbOrTx;
   chat: ChatClient;
   jobs: Jobs;
 }
