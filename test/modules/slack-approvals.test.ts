@@ -144,6 +144,7 @@ describe('the approval message', () => {
       args_digest: expect.stringMatching(/^[0-9a-f]{16}$/),
     });
     expect(JSON.stringify(message.blocks)).not.toContain('/api/');
+    expect(message.text).toContain(`Open it in Remit: https://remit.example.test/app/inbox/${task.uid}`);
     const [note] = await notificationsOf(task.uid);
     expect(message.metadata).toEqual({
       event_type: 'remit_notification',

@@ -15,7 +15,7 @@ import { notify } from './notifications.service.ts';
  * belongs to the agent's organization; `run_uid`, when given, must be one of that agent's runs.
  */
 export async function raiseAgentApproval(
-  deps: Pick<AppDeps, 'database' | 'jobs'> & { chat: ChatClient },
+  deps: Pick<AppDeps, 'database' | 'jobs' | 'config'> & { chat: ChatClient },
   ctx: RequestContext,
   agentUid: string,
   body: RaiseApprovalBodyT,
@@ -61,7 +61,7 @@ export async function raiseAgentApproval(
  * (`approval_required`). A decided approval is 409 `already_resolved`; another agent's is 404.
  */
 export async function reviseAgentApproval(
-  deps: Pick<AppDeps, 'database' | 'jobs'> & { chat: ChatClient },
+  deps: Pick<AppDeps, 'database' | 'jobs' | 'config'> & { chat: ChatClient },
   ctx: RequestContext,
   agentUid: string,
   taskUid: string,
@@ -102,7 +102,7 @@ export async function reviseAgentApproval(
 /** The `approval_required` notice of an approval raised or revised over HTTP, in its transaction. */
 async function announceApproval(
   tx: DbOrTx,
-  deps: Pick<AppDeps, 'jobs'> & { chat: ChatClient },
+  deps: Pick<AppDeps, 'jobs' | 'config'> & { chat: ChatClient },
   agent: AgentRow,
   view: TaskView,
   what: string,
@@ -119,7 +119,8 @@ async function announceApproval(
       text:
         `${agent.name} ${what}: ${view.title as string}` +
         (invoice ? ` (invoice ${invoice.invoice_number ?? invoice.entity_uid})` : '') +
-        `. Task ${view.uid as string}.`,
+        // The console's page of the approval, never an API address.
+        `. Open it in Remit: ${deps.config.publicBaseUrl}/app/inbox/${view.uid as string}`,
       runUid,
       taskUid: view.uid as string,
       invoiceUid: invoice?.entity_uid ?? null,
