@@ -21,7 +21,7 @@ export async function raiseAgentApproval(
   body: RaiseApprovalBodyT,
 ): Promise<TaskView> {
   const { db } = deps.database;
-  const view = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     if (body.run_uid) {
@@ -51,7 +51,6 @@ export async function raiseAgentApproval(
     await announceApproval(tx, deps, agent, view, 'needs approval', body.run_uid ?? null);
     return view;
   });
-  return view;
 }
 
 /**
@@ -68,7 +67,7 @@ export async function reviseAgentApproval(
   body: ReviseApprovalBodyT,
 ): Promise<TaskView> {
   const { db } = deps.database;
-  const view = await db.transaction(async (tx) => {
+  return db.transaction(async (tx) => {
     const agent = await findAgent(tx, memberOrganizationUids(ctx), agentUid);
     if (!agent) throw notFound('Agent');
     const result = await reviseApproval(tx, {
@@ -96,7 +95,6 @@ export async function reviseAgentApproval(
     );
     return view;
   });
-  return view;
 }
 
 /** The `approval_required` notice of an approval raised or revised over HTTP, in its transaction. */

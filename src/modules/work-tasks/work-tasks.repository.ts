@@ -87,6 +87,13 @@ export async function findTask(
   return row;
 }
 
+/** What every write to a task sets besides its own values: one more revision, and now. */
+const touched = () => ({ revision: sql`${workTasks.revision} + 1`, updatedAt: sql`now()` });
+
+/** The task, while it is undecided: of concurrent writers that check this, one wins. */
+const undecided = (organizationUid: string, uid: string) =>
+  and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid), isNull(workTasks.resolution));
+
 export async function updateTask(
   db: DbOrTx,
   organizationUid: string,
@@ -95,7 +102,7 @@ export async function updateTask(
 ): Promise<TaskRow> {
   const [row] = await db
     .update(workTasks)
-    .set({ ...values, revision: sql`${workTasks.revision} + 1`, updatedAt: sql`now()` })
+    .set({ ...values, ...touched() })
     .where(and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid)))
     .returning();
   return row!;
@@ -119,16 +126,9 @@ export async function resolveTask(
     .set({
       ...values,
       resolvedAt: sql`now()`,
-      revision: sql`${workTasks.revision} + 1`,
-      updatedAt: sql`now()`,
+      ...touched(),
     })
-    .where(
-      and(
-        eq(workTasks.organizationUid, organizationUid),
-        eq(workTasks.uid, uid),
-        isNull(workTasks.resolution),
-      ),
-    )
+    .where(undecided(organizationUid, uid))
     .returning();
   return row;
 }
@@ -155,16 +155,9 @@ export async function recordResponse(
         'at', to_char(now() at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
       )`,
       ...(status ? { status } : {}),
-      revision: sql`${workTasks.revision} + 1`,
-      updatedAt: sql`now()`,
+      ...touched(),
     })
-    .where(
-      and(
-        eq(workTasks.organizationUid, organizationUid),
-        eq(workTasks.uid, uid),
-        isNull(workTasks.resolution),
-      ),
-    )
+    .where(undecided(organizationUid, uid))
     .returning();
   return row;
 }
@@ -236,8 +229,7 @@ export async function unassignOpenTasksOf(
       assigneeType: null,
       assigneeUserUid: null,
       assigneeAgentUid: null,
-      revision: sql`${workTasks.revision} + 1`,
-      updatedAt: sql`now()`,
+      ...touched(),
     })
     .where(
       and(
@@ -577,17 +569,9 @@ export async function markEscalated(
     .set({
       policy,
       escalatedAt: sql`now()`,
-      revision: sql`${workTasks.revision} + 1`,
-      updatedAt: sql`now()`,
+      ...touched(),
     })
-    .where(
-      and(
-        eq(workTasks.organizationUid, organizationUid),
-        eq(workTasks.uid, uid),
-        isNull(workTasks.resolution),
-        isNull(workTasks.escalatedAt),
-      ),
-    )
+    .where(and(undecided(organizationUid, uid), isNull(workTasks.escalatedAt)))
     .returning();
   return row;
 }

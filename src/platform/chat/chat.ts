@@ -93,14 +93,13 @@ export class ChatDeliveryError extends Error {
   readonly transient: boolean;
   readonly retryAfterSeconds: number | undefined;
   readonly code: string | undefined;
-  constructor(message: string, options: ChatDeliveryErrorOptions | boolean = {}) {
+  constructor(message: string, options: ChatDeliveryErrorOptions = {}) {
     super(message);
     this.name = 'ChatDeliveryError';
-    const o = typeof options === 'boolean' ? { timedOut: options, transient: true } : options;
-    this.timedOut = o.timedOut ?? false;
-    this.transient = o.transient ?? this.timedOut;
-    this.retryAfterSeconds = o.retryAfterSeconds;
-    this.code = o.code;
+    this.timedOut = options.timedOut ?? false;
+    this.transient = options.transient ?? this.timedOut;
+    this.retryAfterSeconds = options.retryAfterSeconds;
+    this.code = options.code;
   }
 }
 
