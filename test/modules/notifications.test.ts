@@ -323,10 +323,14 @@ describe('delivery through the Slack Web API', () => {
     });
     slack.channel(LEFT, false);
     await runAgent(t, org.key, agent.uid);
-    await listNotes(agent.uid, org.key);
+    // The outcome notice is recorded just after the run ends: wait for it to be there and settled.
+    await until(async () => (await listNotes(agent.uid, org.key)).length === 1, 'the first notice to settle');
     slack.channel(LEFT, true);
     await runAgent(t, org.key, agent.uid);
-    const notes = await listNotes(agent.uid, org.key);
+    const notes = await until(async () => {
+      const found = await listNotes(agent.uid, org.key);
+      return found.length === 2 && found;
+    }, 'the second notice to settle');
     expect(notes.map((n) => n.delivery_status)).toEqual(['sent', 'failed']);
     expect(notes[1]!.delivery_error).toContain('not_in_channel');
   });

@@ -1,6 +1,6 @@
 import type { Config } from '../../config.ts';
 import type { ChatClient } from '../../platform/chat/chat.ts';
-import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import type { Db, DbOrTx, Tx } from '../../platform/db/client.ts';
 import {
   can,
   inOrganization,
@@ -224,10 +224,13 @@ async function moveRunAndEmit(
   from: RunStatus[],
   to: RunStatus,
   values: Parameters<typeof runsRepo.moveRun>[5] = {},
+  /** More work of the same transaction once the run moved (its notification), so both or neither hold. */
+  andThen?: (tx: Tx, moved: RunRow) => Promise<unknown>,
 ): Promise<RunRow | undefined> {
   return env.db.transaction(async (tx) => {
     const moved = await runsRepo.moveRun(tx, organizationUid, uid, from, to, values);
     if (moved) await emitRunEvent(tx, env.jobs, moved);
+    if (moved && andThen) await andThen(tx, moved);
     return moved;
   });
 }
@@ -432,13 +435,17 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
     // The agent may have been paused, or the run cancelled, while the job waited in the queue.
     await step.checkpoint();
     const outcome = await executor(env, step);
-    const done = await moveRunAndEmit(env, org, run.uid, ['running'], 'completed', {
-      completedOn: new Date(),
-      outcome,
-      tokenUsage: usage,
-    });
+    // The outcome notice commits with the completion: a crash between them cannot lose it.
+    const done = await moveRunAndEmit(
+      env,
+      org,
+      run.uid,
+      ['running'],
+      'completed',
+      { completedOn: new Date(), outcome, tokenUsage: usage },
+      (tx) => notifyOutcome({ ...notifyDeps, db: tx }, agent, run, outcome),
+    );
     if (!done) return 'cancelled';
-    await notifyOutcome(notifyDeps, agent, run, outcome);
     return 'completed';
   } catch (error) {
     if (error instanceof RunInterrupted) {
@@ -455,12 +462,15 @@ export async function executeRun(env: RunEnv, data: AgentRunJobData): Promise<Ex
     }
     const message = error instanceof Error ? error.message : String(error);
     const about = error instanceof RunFailure ? error : undefined;
-    const failed = await moveRunAndEmit(env, org, run.uid, ['running'], 'failed', {
-      completedOn: new Date(),
-      error: message,
-      tokenUsage: usage,
-    });
-    if (failed) await notifyFailure(notifyDeps, agent, run, message, about ?? {});
+    await moveRunAndEmit(
+      env,
+      org,
+      run.uid,
+      ['running'],
+      'failed',
+      { completedOn: new Date(), error: message, tokenUsage: usage },
+      (tx) => notifyFailure({ ...notifyDeps, db: tx }, agent, run, message, about ?? {}),
+    );
     return 'failed';
   }
 }
