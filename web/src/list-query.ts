@@ -9,7 +9,7 @@ export type InvoiceKind = 'receivable' | 'payable';
 
 export const INVOICE_STATUSES: Record<InvoiceKind, readonly string[]> = {
   receivable: ['draft', 'open', 'paid', 'void', 'uncollectible'],
-  payable: ['received', 'in_review', 'approved', 'registered', 'paid', 'rejected'],
+  payable: ['received', 'in_review', 'approved', 'registered', 'scheduled', 'paid', 'rejected', 'void'],
 };
 
 /** The columns a person can sort an invoice list by (a subset of the route's `sort_by`). */

@@ -4,10 +4,14 @@ export const PAYABLE_STATUSES = [
   'in_review',
   'approved',
   'registered',
+  'scheduled',
   'paid',
   'rejected',
+  'void',
 ] as const;
 
+export type ReceivableStatus = (typeof RECEIVABLE_STATUSES)[number];
+export type PayableStatus = (typeof PAYABLE_STATUSES)[number];
 export type InvoiceType = 'ACCOUNTS_RECEIVABLE' | 'ACCOUNTS_PAYABLE';
 
 export function statusesFor(type: InvoiceType): readonly string[] {

@@ -21,9 +21,14 @@ import {
   Payment,
   PaymentBody,
   PaymentsEnvelope,
+  StatusChange,
+  StatusHistoryEnvelope,
+  StatusHistoryQuery,
   UpdateInvoiceBody,
 } from './invoices.schemas.ts';
 import * as service from './invoices.service.ts';
+import { listStatusHistory } from './invoice-lifecycle.service.ts';
+import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 
 export async function invoiceRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
@@ -32,6 +37,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
   app.addSchema(Invoice);
   app.addSchema(InvoiceListItem);
   app.addSchema(Payment);
+  app.addSchema(StatusChange);
   const tags = ['Invoices'];
   const read = { scope: 'invoices:read' as const };
   const write = { scope: 'invoices:write' as const };
@@ -43,11 +49,13 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         operationId: 'createInvoice',
         tags,
         summary: 'Create a receivable or payable invoice (with line items resolved from the catalog)',
+        description:
+          'Any status of the invoice type may be given (default draft or received); it starts the status history. A payable created approved counts against the caller’s approval limit (403 `approval_limit_exceeded`).',
         body: CreateInvoiceBody,
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['already_exists'] },
+      config: { ...write, errors: ['already_exists', 'approval_limit_exceeded'] },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(
@@ -84,7 +92,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         tags,
         summary: 'Update an invoice (partial), applied once the billing partner accepted it',
         description:
-          'Only the sent fields change. With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.',
+          'Only the sent fields change. A `status` must be one the invoice’s lifecycle allows next (409 `invalid_status_transition` names them; docs/invoices.md#lifecycle); approving a payable needs the right to and a total within the caller’s approval limit (403 `forbidden`, `approval_limit_exceeded`). With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.',
         params: InvoiceParams,
         body: UpdateInvoiceBody,
         response: { 200: InvoiceEnvelope, ...errorResponses },
@@ -94,9 +102,11 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         ...write,
         errors: [
           'forbidden',
+          'approval_limit_exceeded',
           'not_found',
           'conflict',
           'already_exists',
+          'invalid_status_transition',
           'sync_in_progress',
           'bad_gateway',
           'gateway_timeout',
@@ -223,6 +233,30 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         ),
         'Comment updated',
       ),
+  );
+
+  app.get(
+    '/api/invoices/:uid/status-history',
+    {
+      schema: {
+        operationId: 'listInvoiceStatusHistory',
+        tags,
+        summary: "An invoice's status changes, oldest first: who, when, from, to, why and the note",
+        params: InvoiceParams,
+        querystring: StatusHistoryQuery,
+        response: { 200: StatusHistoryEnvelope, ...errorResponses },
+      },
+      config: { ...read, errors: ['not_found'] },
+    },
+    async (request) => {
+      const page = pageRequest(request.query, 25);
+      const { items, total } = await listStatusHistory(db, request.tenant(), request.params.uid, page);
+      const meta = pageMeta(page, total);
+      return envelope(
+        { items, _meta: meta, _links: pageLinks(deps.config.publicBaseUrl, request.url, meta) },
+        'Status history',
+      );
+    },
   );
 
   app.get(

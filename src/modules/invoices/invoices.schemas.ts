@@ -4,8 +4,11 @@ import {
   DateTime,
   Envelope,
   Nullable,
+  PageLinks,
+  PageMeta,
   Uuid,
   dateOrDateTime,
+  pageQuery,
   stringEnum,
 } from '../../platform/http/schemas.ts';
 import { PAYABLE_STATUSES, RECEIVABLE_STATUSES } from './invoice-statuses.ts';
@@ -20,7 +23,7 @@ export const DateOrDateTime = dateOrDateTime({
 /** Every invoice status: receivable (draft … uncollectible) and payable (received … rejected). */
 const InvoiceStatus = stringEnum([...new Set([...RECEIVABLE_STATUSES, ...PAYABLE_STATUSES])], {
   description:
-    'receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected',
+    'receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)',
 });
 const Cents = Type.Integer({ minimum: 0, maximum: 1e13 });
 
@@ -191,6 +194,13 @@ const InvoiceNotesInput = Type.Object({
 });
 const FieldsInput = Type.Record(Type.String({ maxLength: 100 }), Type.Unknown(), { maxProperties: 200 });
 
+/** Why the status changes, kept in the invoice's status history (sent with `status`). */
+const StatusNote = Type.String({
+  minLength: 1,
+  maxLength: 2000,
+  description: "Why the status changes; kept in the invoice's status history. Only with `status`",
+});
+
 export const CreateInvoiceBody = Type.Object({
   organization_uid: Type.Optional(Uuid),
   invoice_type: InvoiceTypeSchema,
@@ -217,6 +227,7 @@ export const CreateInvoiceBody = Type.Object({
   registration_number: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
   assignee_user_uids: Type.Optional(Type.Array(Uuid, { maxItems: 50 })),
   responsible_user_uid: Type.Optional(Nullable(Uuid)),
+  status_note: Type.Optional(StatusNote),
 });
 export type CreateInvoiceBodyT = Static<typeof CreateInvoiceBody>;
 
@@ -245,6 +256,7 @@ export const UpdateInvoiceBody = Type.Object({
   registration_number: Type.Optional(Nullable(Type.String({ maxLength: 100 }))),
   assignee_user_uids: Type.Optional(Type.Array(Uuid, { maxItems: 50 })),
   responsible_user_uid: Type.Optional(Nullable(Uuid)),
+  status_note: Type.Optional(StatusNote),
 });
 export type UpdateInvoiceBodyT = Static<typeof UpdateInvoiceBody>;
 
@@ -281,3 +293,35 @@ export const LineItemsEnvelope = Envelope(
   Type.Union([Type.Ref('LineItem'), Type.Array(Type.Ref('LineItem'))]),
 );
 export const CommentEnvelope = Envelope(Type.Ref('InvoiceComment'));
+
+/** One status change of an invoice (docs/invoices.md#status-history). */
+export const StatusChange = Type.Object(
+  {
+    uid: Uuid,
+    invoice_uid: Uuid,
+    position: Type.Integer({ description: '1, 2, … in the order of the changes' }),
+    from_status: Nullable(Type.String({ description: 'null: the invoice was created in to_status' })),
+    to_status: Type.String(),
+    reason: Type.String({
+      description:
+        'what made the change: `created`, `update` (PUT), `payment` (a payment settled it), or what an internal caller names (e.g. `refund`)',
+    }),
+    note: Nullable(Type.String()),
+    actor: Type.Object({
+      type: stringEnum(['user', 'api_key', 'agent_run', 'system'] as const),
+      uid: Nullable(Uuid),
+      user_uid: Nullable(Type.String({ description: 'the person behind the key or run, when known' })),
+      name: Nullable(Type.String({ description: "the person's name when the change was made" })),
+    }),
+    changed_at: DateTime,
+  },
+  { $id: 'InvoiceStatusChange' },
+);
+export const StatusHistoryQuery = Type.Object(pageQuery(25));
+export const StatusHistoryEnvelope = Envelope(
+  Type.Object({
+    items: Type.Array(Type.Ref('InvoiceStatusChange')),
+    _meta: PageMeta,
+    _links: PageLinks,
+  }),
+);

@@ -2,8 +2,14 @@ import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { readInvoiceView } from './invoice-read.repository.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { assertMayApprove, invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
-import { segregationOfDuties } from '../tenancy/organization-settings.service.ts';
+import { invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
+import {
+  checkStatusMove,
+  recordStatusMove,
+  statusMoveValues,
+  type StatusMoveOptions,
+} from './invoice-lifecycle.service.ts';
+import { payableStatuses, takesPayments } from './invoice-lifecycle.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
 import { findPartiesByUids } from '../parties/parties.service.ts';
 import { findProductsBySku } from '../products/products.service.ts';
@@ -404,13 +410,10 @@ export async function createInvoice(
         registrationNumber: body.registration_number ?? null,
         responsible: responsible ?? null,
         ...copies,
-        ...(status === 'approved' ? { approvedBy: ctx.principal.user.id, approvalDate: new Date() } : {}),
-        ...(status === 'registered'
-          ? { registeredBy: ctx.principal.user.id, registrationDate: new Date() }
-          : {}),
-        // Created already paid: the paid date is now, as when PUT moves an invoice to paid (it used to
-        // stay null here, so the same status carried a paid_date or not depending on the route).
-        ...(status === 'paid' ? { paidDate: new Date() } : {}),
+        // Created approved or registered: by the caller, now. Created already paid: the paid date is
+        // now, as when PUT moves an invoice to paid (it used to stay null here, so the same status
+        // carried a paid_date or not depending on the route).
+        ...statusMoveValues(ctx, { invoiceType: type, status: null, paidDate: null }, status),
       });
       const inserted = await repo.insertLineItems(
         tx,
@@ -418,6 +421,9 @@ export async function createInvoice(
       );
       await repo.replaceAssignees(tx, org, row.uid, assignees);
       const updated = await recompute(tx, row);
+      // Any status may be given at creation; the history starts here (from null), and a payable created
+      // approved counts against the creator's approval limit.
+      await recordStatusMove(tx, ctx, null, updated, { reason: 'created', note: body.status_note });
       await recordAuditEvents(tx, ctx, [
         {
           organizationUid: org,
@@ -460,16 +466,11 @@ export async function readInvoice(
 }
 
 /**
- * The payable controls (docs/authentication.md): approving needs an admin or the responsible user (and,
- * with segregation of duties, not the user who entered it); who is responsible or assigned is an admin's
- * decision — else a member could make themselves responsible and then approve.
+ * The payable controls (docs/authentication.md): who is responsible or assigned is an admin's decision —
+ * else a member could make themselves responsible and then approve. (Who may approve, and up to what
+ * amount, is checked with the move itself: invoice-lifecycle.service.ts.)
  */
-async function checkPayableControls(
-  tx: DbOrTx,
-  ctx: RequestContext,
-  row: repo.InvoiceRow,
-  body: UpdateInvoiceBodyT,
-): Promise<void> {
+function checkPayableControls(ctx: RequestContext, row: repo.InvoiceRow, body: UpdateInvoiceBodyT): void {
   const role = ctx.principal.memberships.find((m) => m.organizationUid === row.organizationUid)?.role;
   if (
     role !== 'admin' &&
@@ -478,17 +479,6 @@ async function checkPayableControls(
     throw new AppError(
       'forbidden',
       'Only an admin may change who is responsible for or assigned to a payable',
-    );
-  }
-  if (body.status === 'approved' && row.status !== 'approved') {
-    assertMayApprove(
-      ctx,
-      {
-        organizationUid: row.organizationUid,
-        responsible: row.responsible,
-        createdByUserUid: row.enteredByUserUid ?? '',
-      },
-      await segregationOfDuties(tx, row.organizationUid),
     );
   }
 }
@@ -506,19 +496,17 @@ async function applyUpdate(
   const set = <K extends keyof repo.InvoiceInsert>(key: K, value: repo.InvoiceInsert[K] | undefined) => {
     if (value !== undefined) values[key] = value;
   };
-  if (row.invoiceType === 'ACCOUNTS_PAYABLE') await checkPayableControls(tx, ctx, row, body);
+  if (row.invoiceType === 'ACCOUNTS_PAYABLE') checkPayableControls(ctx, row, body);
+  if (body.status_note !== undefined && body.status === undefined) {
+    throw invalid([{ field: 'status_note', message: 'is the note of a status change: send it with status' }]);
+  }
+  // The lifecycle (409 for a move it does not allow); the same status is no move at all. Who approved or
+  // registered a payable, and when, is recorded from the caller (CONTRACT §3).
+  let moved = false;
   if (body.status !== undefined) {
     checkStatus(row.invoiceType, body.status);
-    values.status = body.status;
-    // Who approved or registered a payable, and when, is recorded from the caller (CONTRACT §3).
-    if (row.invoiceType === 'ACCOUNTS_PAYABLE' && body.status !== row.status) {
-      if (body.status === 'approved')
-        Object.assign(values, { approvedBy: ctx.principal.user.id, approvalDate: new Date() });
-      if (body.status === 'registered') {
-        Object.assign(values, { registeredBy: ctx.principal.user.id, registrationDate: new Date() });
-      }
-    }
-    if (body.status === 'paid' && body.paid_date === undefined && !row.paidDate) values.paidDate = new Date();
+    moved = checkStatusMove(row, body.status);
+    if (moved) Object.assign(values, statusMoveValues(ctx, row, body.status));
   }
   set('invoiceNumber', body.invoice_number?.trim());
   set('collectionMethod', body.collection_method);
@@ -570,7 +558,10 @@ async function applyUpdate(
   }
   values.revision = stamp.revision ?? row.revision + 1;
   if (stamp.updatedAt) values.updatedAt = stamp.updatedAt;
-  return { updated: await recompute(tx, row, values), assignees };
+  const updated = await recompute(tx, row, values);
+  // On the written row: approval rights and limits on its final total, and the history row.
+  if (moved) await recordStatusMove(tx, ctx, row.status, updated, { reason: 'update', note: body.status_note });
+  return { updated, assignees };
 }
 
 /**
@@ -874,8 +865,13 @@ export async function addPayment(
 ) {
   return db.transaction(async (tx) => {
     const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
-    if (['void', 'rejected', 'draft'].includes(row.status)) {
-      throw new AppError('invalid_state', `A ${row.status} invoice cannot take payments`);
+    // The lifecycle: only an invoice a settling payment may move to paid takes one (a payable once
+    // approved), or one already paid.
+    if (!takesPayments(row.invoiceType, row.status)) {
+      throw new AppError(
+        'invalid_state',
+        `A ${row.status} invoice cannot take payments; ${row.invoiceType === 'ACCOUNTS_PAYABLE' ? 'payables' : 'receivables'} take them in ${payableStatuses(row.invoiceType).join(', ')}`,
+      );
     }
     if (body.amount_cents > row.amountRemainingCents) {
       throw invalid([
@@ -902,11 +898,17 @@ export async function addPayment(
       },
     ];
     if (updated.amountRemainingCents <= 0) {
-      updated = await repo.updateInvoice(tx, row.organizationUid, row.uid, {
-        status: 'paid',
-        paidDate: paidAt,
-      });
-      // Settled: the invoice's own move to paid is an event of its own (in the same INSERT).
+      // Settled: a move to paid like any other (checked, recorded in the history with this payment as
+      // its reason); an invoice already marked paid only takes the payment's date.
+      const moved = checkStatusMove(updated, 'paid');
+      updated = await repo.updateInvoice(
+        tx,
+        row.organizationUid,
+        row.uid,
+        moved ? statusMoveValues(ctx, updated, 'paid', paidAt) : { paidDate: paidAt },
+      );
+      if (moved) await recordStatusMove(tx, ctx, row.status, updated, { reason: 'payment' });
+      // The invoice's own move to paid is an event of its own (in the same INSERT).
       if (updated.status !== row.status) {
         events.push({
           organizationUid: row.organizationUid,
@@ -926,4 +928,35 @@ export async function addPayment(
     await emitInvoiceChange(tx, jobs, before, after);
     return after;
   });
+}
+
+/**
+ * The internal door for a status change (docs/invoices.md#lifecycle): refunds, credit notes and other
+ * automatic moves call it inside their own transaction. The invoice is locked and must be visible to
+ * `ctx` (404); the move is checked against the lifecycle (409 `invalid_status_transition`; `reversal`
+ * allows the moves out of paid), approving checks rights and limits (403), and the change is recorded
+ * like a PUT's: history row (with `reason` and `note`), audit event, webhook events. The same status
+ * changes nothing. No billing sync, as for payments.
+ */
+export async function changeStatus(
+  tx: DbOrTx,
+  jobs: Jobs,
+  ctx: RequestContext,
+  invoiceUid: string,
+  to: string,
+  options: StatusMoveOptions & { paidDate?: Date },
+): Promise<InvoiceView> {
+  const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
+  checkStatus(row.invoiceType, to);
+  if (!checkStatusMove(row, to, options)) return viewOf(tx, row);
+  const before = await viewOf(tx, row);
+  const updated = await repo.updateInvoice(tx, row.organizationUid, row.uid, {
+    ...statusMoveValues(ctx, row, to, options.paidDate),
+    revision: row.revision + 1,
+  });
+  await recordStatusMove(tx, ctx, row.status, updated, options);
+  await recordInvoiceUpdate(tx, ctx, row, updated, undefined);
+  const after = await viewOf(tx, updated);
+  await emitInvoiceChange(tx, jobs, before, after);
+  return after;
 }

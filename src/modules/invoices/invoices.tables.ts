@@ -261,3 +261,31 @@ export const invoiceCounts = pgTable(
   },
   (t) => [primaryKey({ columns: [t.organizationUid, t.invoiceType, t.status] })],
 );
+
+/** Every status change of an invoice (migration 0028; docs/invoices.md#status-history). */
+export const invoiceStatusHistory = pgTable(
+  'invoice_status_history',
+  {
+    uid: uuid('uid')
+      .primaryKey()
+      .default(sql`gen_random_uuid()`),
+    organizationUid: uuid('organization_uid')
+      .notNull()
+      .references(() => organizations.uid, { onDelete: 'cascade' }),
+    invoiceUid: uuid('invoice_uid')
+      .notNull()
+      .references(() => invoices.uid, { onDelete: 'cascade' }),
+    /** 1, 2, … per invoice, in the order of the changes (written under the invoice's row lock). */
+    position: integer('position').notNull(),
+    fromStatus: text('from_status'),
+    toStatus: text('to_status').notNull(),
+    reason: text('reason').notNull(),
+    note: text('note'),
+    actorType: text('actor_type', { enum: ['user', 'api_key', 'agent_run', 'system'] }).notNull(),
+    actorUid: uuid('actor_uid'),
+    actorUserUid: uuid('actor_user_uid'),
+    actorName: text('actor_name'),
+    changedAt: at('changed_at').notNull().defaultNow(),
+  },
+  (t) => [uniqueIndex('invoice_status_history_invoice_key').on(t.organizationUid, t.invoiceUid, t.position)],
+);

@@ -5,6 +5,40 @@ import type { App, AppDeps } from '../../platform/http/types.ts';
 import * as service from './organization-settings.service.ts';
 
 const Params = Type.Object({ organization_uid: Uuid });
+const LimitCents = Nullable(
+  Type.Integer({ minimum: 0, maximum: 1e15, description: 'cents; null: unlimited' }),
+);
+const ApprovalLimits = Type.Object(
+  {
+    roles: Type.Object({ admin: LimitCents, member: LimitCents }),
+    users: Type.Array(Type.Object({ user_uid: Uuid, limit_cents: LimitCents })),
+  },
+  {
+    description:
+      'The largest invoice total (cents, any currency) each role, or each named user instead of their role, may approve on a payable. Null: unlimited. Default: no limits',
+  },
+);
+const ApprovalLimitsInput = Type.Object(
+  {
+    roles: Type.Optional(
+      Type.Object(
+        { admin: Type.Optional(LimitCents), member: Type.Optional(LimitCents) },
+        { additionalProperties: false },
+      ),
+    ),
+    users: Type.Optional(
+      Type.Array(
+        Type.Object({ user_uid: Uuid, limit_cents: LimitCents }, { additionalProperties: false }),
+        { maxItems: 200 },
+      ),
+    ),
+  },
+  {
+    additionalProperties: false,
+    description:
+      'Replaces the whole setting: a role left out is unlimited, and `users` (members of the organization, each once; at most 200) replaces the list',
+  },
+);
 const Settings = Type.Object({
   organization_uid: Uuid,
   segregation_of_duties: Type.Boolean({
@@ -23,6 +57,7 @@ const Settings = Type.Object({
     description:
       'Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration',
   }),
+  approval_limits: ApprovalLimits,
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
@@ -39,6 +74,7 @@ const PatchBody = Type.Object(
         }),
       ),
     ),
+    approval_limits: Type.Optional(ApprovalLimitsInput),
   },
   { additionalProperties: false },
 );
@@ -54,7 +90,7 @@ export async function organizationSettingsRoutes(app: App, deps: AppDeps) {
         operationId: 'getOrganizationSettings',
         tags,
         summary:
-          "The organization's settings (segregation of duties, second factor for admins, default Slack channel)",
+          "The organization's settings (segregation of duties, second factor for admins, default Slack channel, approval limits)",
         params: Params,
         response: { 200: Envelope(Settings), ...errorResponses },
       },

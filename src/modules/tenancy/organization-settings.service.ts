@@ -1,9 +1,15 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { requireUsableChannel, type ChatClient } from '../../platform/chat/chat.ts';
 import { requirePermission, type RequestContext } from '../../platform/http/context.ts';
-import { notFound } from '../../platform/http/errors.ts';
+import { AppError, notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
 import { recordUpdate } from '../audit/audit.service.ts';
+
+/** Approval amount limits in cents (docs/invoices.md#approval-limits); null: unlimited. */
+export interface ApprovalLimitsSetting {
+  roles: { admin: number | null; member: number | null };
+  users: { user_uid: string; limit_cents: number | null }[];
+}
 
 export interface OrganizationSettings {
   organization_uid: string;
@@ -11,6 +17,7 @@ export interface OrganizationSettings {
   require_admin_mfa: boolean;
   slack_channel_id: string | null;
   slack_configured: boolean;
+  approval_limits: ApprovalLimitsSetting;
   updated_at: string;
 }
 
@@ -18,6 +25,23 @@ export interface OrganizationSettingsChanges {
   segregation_of_duties?: boolean;
   require_admin_mfa?: boolean;
   slack_channel_id?: string | null;
+  approval_limits?: {
+    roles?: { admin?: number | null | undefined; member?: number | null | undefined } | undefined;
+    users?: { user_uid: string; limit_cents: number | null }[] | undefined;
+  };
+}
+
+/** The stored setting, read defensively: anything missing is unlimited. */
+function approvalLimitsOf(stored: unknown): ApprovalLimitsSetting {
+  const value = (stored ?? {}) as Partial<ApprovalLimitsSetting>;
+  const limit = (v: unknown) => (typeof v === 'number' ? v : null);
+  return {
+    roles: { admin: limit(value.roles?.admin), member: limit(value.roles?.member) },
+    users: (Array.isArray(value.users) ? value.users : []).map((u) => ({
+      user_uid: u.user_uid,
+      limit_cents: limit(u.limit_cents),
+    })),
+  };
 }
 
 function view(
@@ -26,6 +50,7 @@ function view(
     segregationOfDuties: boolean;
     requireAdminMfa: boolean;
     slackChannelId: string | null;
+    approvalLimits: unknown;
     updatedAt: Date;
   },
   chat: ChatClient,
@@ -37,6 +62,7 @@ function view(
     slack_channel_id: row.slackChannelId,
     // The deployment's, not the organization's: whether anything is posted at all (SLACK_BOT_TOKEN).
     slack_configured: chat.kind === 'slack',
+    approval_limits: approvalLimitsOf(row.approvalLimits),
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -44,6 +70,47 @@ function view(
 /** Whether the organization bars the user who entered a payable from approving it. */
 export async function segregationOfDuties(db: DbOrTx, organizationUid: string): Promise<boolean> {
   return (await repo.findOrganization(db, organizationUid))?.segregationOfDuties ?? false;
+}
+
+/** The organization's approval amount limits (none set: every limit null, unlimited). */
+export async function approvalLimits(db: DbOrTx, organizationUid: string): Promise<ApprovalLimitsSetting> {
+  return approvalLimitsOf((await repo.findOrganization(db, organizationUid))?.approvalLimits);
+}
+
+/**
+ * The whole setting from a PATCH (it replaces the stored one; an omitted role is unlimited). Every user
+ * named must be a member of the organization, once.
+ */
+async function checkedApprovalLimits(
+  db: DbOrTx,
+  organizationUid: string,
+  input: NonNullable<OrganizationSettingsChanges['approval_limits']>,
+): Promise<ApprovalLimitsSetting> {
+  const users = input.users ?? [];
+  const seen = new Set<string>();
+  const errors: { field: string; message: string }[] = [];
+  users.forEach((u, i) => {
+    if (seen.has(u.user_uid)) {
+      errors.push({ field: `approval_limits.users.${i}.user_uid`, message: 'appears more than once' });
+    }
+    seen.add(u.user_uid);
+  });
+  const members = new Set(await repo.membersAmong(db, organizationUid, [...seen]));
+  users.forEach((u, i) => {
+    if (!members.has(u.user_uid)) {
+      errors.push({
+        field: `approval_limits.users.${i}.user_uid`,
+        message: 'is not a member of this organization',
+      });
+    }
+  });
+  if (errors.length > 0) {
+    throw new AppError('validation_failed', errors.map((e) => `${e.field} ${e.message}`).join('; '), errors);
+  }
+  return {
+    roles: { admin: input.roles?.admin ?? null, member: input.roles?.member ?? null },
+    users: users.map((u) => ({ user_uid: u.user_uid, limit_cents: u.limit_cents })),
+  };
 }
 
 /** The organization's default chat channel: where agents without a channel of their own post. */
@@ -80,7 +147,12 @@ export async function updateOrganizationSettings(
   }
   return db.transaction(async (tx) => {
     const before = await repo.findOrganization(tx, ctx.organizationUid, { forUpdate: true });
+    const limits =
+      body.approval_limits !== undefined
+        ? await checkedApprovalLimits(tx, ctx.organizationUid, body.approval_limits)
+        : undefined;
     const row = await repo.updateOrganizationSettings(tx, ctx.organizationUid, {
+      ...(limits !== undefined ? { approvalLimits: limits } : {}),
       ...(body.segregation_of_duties !== undefined
         ? { segregationOfDuties: body.segregation_of_duties }
         : {}),
@@ -94,6 +166,7 @@ export async function updateOrganizationSettings(
       segregationOfDuties: r.segregationOfDuties,
       requireAdminMfa: r.requireAdminMfa,
       slackChannelId: r.slackChannelId,
+      approvalLimits: approvalLimitsOf(r.approvalLimits),
     });
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,

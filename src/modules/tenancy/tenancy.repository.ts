@@ -1,4 +1,4 @@
-import { and, asc, desc, eq, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, sql } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { memberships, organizations, users } from './tenancy.tables.ts';
 import type { Role } from '../../platform/http/scopes.ts';
@@ -71,7 +71,12 @@ export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Pro
 export async function updateOrganizationSettings(
   db: DbOrTx,
   organizationUid: string,
-  values: { segregationOfDuties?: boolean; requireAdminMfa?: boolean; slackChannelId?: string | null },
+  values: {
+    segregationOfDuties?: boolean;
+    requireAdminMfa?: boolean;
+    slackChannelId?: string | null;
+    approvalLimits?: unknown;
+  },
 ) {
   const [row] = await db
     .update(organizations)
@@ -79,6 +84,16 @@ export async function updateOrganizationSettings(
     .where(eq(organizations.uid, organizationUid))
     .returning();
   return row;
+}
+
+/** Which of these users are members of the organization. */
+export async function membersAmong(db: DbOrTx, organizationUid: string, userUids: string[]): Promise<string[]> {
+  if (userUids.length === 0) return [];
+  const rows = await db
+    .select({ userUid: memberships.userUid })
+    .from(memberships)
+    .where(and(eq(memberships.organizationUid, organizationUid), inArray(memberships.userUid, userUids)));
+  return rows.map((r) => r.userUid);
 }
 
 /**

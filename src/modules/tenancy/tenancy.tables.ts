@@ -3,6 +3,7 @@ import {
   boolean,
   index,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   text,
@@ -27,6 +28,10 @@ export const organizations = pgTable('organizations', {
   requireAdminMfa: boolean('require_admin_mfa').notNull().default(false),
   /** Where agents without a channel of their own post their notifications (docs/agents.md). */
   slackChannelId: text('slack_channel_id'),
+  /** Approval amount limits per role and user, in cents (docs/invoices.md#approval-limits; migration 0028). */
+  approvalLimits: jsonb('approval_limits')
+    .notNull()
+    .default({ roles: { admin: null, member: null }, users: [] }),
   ...timestamps,
 });
 

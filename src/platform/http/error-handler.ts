@@ -17,6 +17,7 @@ export function toErrorBody(error: AppError, requestId: string): ErrorBodyT {
     code: error.code,
     request_id: requestId,
     ...(error.errors && error.errors.length > 0 ? { errors: error.errors } : {}),
+    ...(error.details ? { details: error.details } : {}),
   };
 }
 

@@ -20,6 +20,7 @@ export const ERROR_CODES = {
   not_an_approver: 403,
   initiator_cannot_approve: 403,
   session_required: 403,
+  approval_limit_exceeded: 403,
   not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,
@@ -34,6 +35,7 @@ export const ERROR_CODES = {
   claim_mismatch: 409,
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
+  invalid_status_transition: 409,
   token_used: 409,
   token_expired: 410,
   payload_too_large: 413,
@@ -61,6 +63,8 @@ export class AppError extends Error {
   readonly statusCode: number;
   /** Sent as `Retry-After` (seconds) with the error (throttled sign-in attempts). */
   retryAfterS?: number;
+  /** Machine-readable facts about the refusal, sent as `details` (a refused status move names the allowed ones). */
+  details?: Record<string, unknown>;
 
   constructor(
     readonly code: ErrorCode,

@@ -462,6 +462,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   not_an_approver: 'the approval’s policy names other approvers (roles or people) than the caller',
   initiator_cannot_approve: 'the approval’s policy bars the person who started it from approving it',
   session_required: 'only a person signed in (a session) may do this, not an API key',
+  approval_limit_exceeded:
+    'the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it',
   not_found: 'no such resource in the caller’s organizations (or one the caller may not see)',
   route_not_found: 'no route has this path',
   method_not_allowed: 'the path exists, but not with this method',
@@ -476,6 +478,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   claim_mismatch: 'the claim token is not the agent run’s current claim (another holder, or a lapsed lease)',
   idempotency_key_in_use: 'the first request with this Idempotency-Key is still running',
   sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',
+  invalid_status_transition:
+    'the invoice’s lifecycle does not allow this status next; message and `details` name the allowed ones',
   token_used: 'the emailed link was already used',
   token_expired: 'the emailed link (or the invitation) has expired',
   payload_too_large: 'the body (or an uploaded file) is over this operation’s limit',

@@ -47,6 +47,16 @@ export const ErrorBody = Type.Object(
       description: 'the X-Request-Id of the request; quote it when reporting a problem',
     }),
     errors: Type.Optional(Type.Array(FieldErrorSchema)),
+    details: Type.Optional(
+      Type.Object(
+        {},
+        {
+          additionalProperties: true,
+          description:
+            'facts about the refusal, for programs (e.g. `invalid_status_transition`: `status`, `requested_status`, `allowed_statuses`)',
+        },
+      ),
+    ),
   },
   { $id: 'ErrorBody', title: 'ErrorBody' },
 );

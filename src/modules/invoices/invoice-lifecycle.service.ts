@@ -1,0 +1,205 @@
+import type { DbOrTx } from '../../platform/db/client.ts';
+import type { RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound } from '../../platform/http/errors.ts';
+import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { approvalLimits, segregationOfDuties } from '../tenancy/organization-settings.service.ts';
+import { assertMayApprove, invoiceReader, visibleInvoices } from './invoice-access.ts';
+import {
+  approvalLimitOf,
+  checkTransition,
+  formatCents,
+  withinLimit,
+  type TransitionContext,
+} from './invoice-lifecycle.ts';
+import * as history from './invoice-lifecycle.repository.ts';
+import type { InvoiceType } from './invoice-statuses.ts';
+import * as repo from './invoices.repository.ts';
+
+/**
+ * Every status change of an invoice goes through here (docs/invoices.md#lifecycle): `PUT`, creation,
+ * the payment that settles an invoice, and any internal caller (refunds, credit notes) through
+ * `changeStatus` in invoices.service.ts. Three steps around the write of the invoice row:
+ * `checkStatusMove` (the lifecycle: 409), `statusMoveValues` (what the move sets besides the status),
+ * then, on the written row, `recordStatusMove` (approval rights and limits: 403; the history row).
+ */
+
+/** Why a status changed, as the history shows it; internal callers may name their own (`refund`). */
+export type StatusChangeReason = 'created' | 'update' | 'payment' | (string & {});
+
+export interface StatusMoveOptions {
+  reason: StatusChangeReason;
+  /** The person's note (`status_note` on PUT and create). */
+  note?: string | null | undefined;
+  /** A refund or payment reversal takes a paid invoice back (invoice-lifecycle.ts REVERSALS). */
+  reversal?: boolean | undefined;
+}
+
+const KIND: Record<InvoiceType, string> = { ACCOUNTS_RECEIVABLE: 'receivable', ACCOUNTS_PAYABLE: 'payable' };
+
+/**
+ * Whether `to` may follow the invoice's status (true: it changes; false: the same status, nothing to
+ * do). A refused move is 409 `invalid_status_transition`, naming the current status and the allowed next
+ * ones in the message and in `details`.
+ */
+export function checkStatusMove(
+  row: Pick<repo.InvoiceRow, 'invoiceType' | 'status' | 'amountRemainingCents'>,
+  to: string,
+  options: Pick<StatusMoveOptions, 'reversal'> = {},
+): boolean {
+  const context: TransitionContext = {
+    reversal: options.reversal ?? false,
+    amountRemainingCents: row.amountRemainingCents,
+  };
+  const check = checkTransition(row.invoiceType, row.status, to, context);
+  if (check.ok) return check.changed;
+  const next = check.allowed.length > 0 ? check.allowed.join(', ') : 'none';
+  const error = new AppError(
+    'invalid_status_transition',
+    `A ${KIND[row.invoiceType]} invoice cannot move from ${check.from} to ${check.to}; allowed next statuses from ${check.from}: ${next}`,
+  );
+  error.details = { status: check.from, requested_status: check.to, allowed_statuses: check.allowed };
+  throw error;
+}
+
+/**
+ * What a move sets besides the status (CONTRACT §3): who approved or registered a payable and when
+ * (the caller, now); the paid date of an invoice moved to paid (`paidDate`, else now, unless it has one),
+ * cleared when it leaves paid. `row.status` null: the invoice is being created.
+ */
+export function statusMoveValues(
+  ctx: RequestContext,
+  row: { invoiceType: InvoiceType; status: string | null; paidDate: Date | null },
+  to: string,
+  paidDate?: Date,
+): Partial<repo.InvoiceInsert> {
+  const type = row.invoiceType;
+  const currentPaidDate = row.paidDate;
+  const values: Partial<repo.InvoiceInsert> = { status: to };
+  // Out of paid (a reversal, or undoing a payment marked by hand): not paid any more.
+  if (row.status === 'paid' && to !== 'paid') values.paidDate = null;
+  const now = new Date();
+  if (type === 'ACCOUNTS_PAYABLE' && to === 'approved') {
+    Object.assign(values, { approvedBy: ctx.principal.user.id, approvalDate: now });
+  }
+  if (type === 'ACCOUNTS_PAYABLE' && to === 'registered') {
+    Object.assign(values, { registeredBy: ctx.principal.user.id, registrationDate: now });
+  }
+  if (to === 'paid' && (paidDate || !currentPaidDate)) values.paidDate = paidDate ?? now;
+  return values;
+}
+
+function roleIn(ctx: RequestContext, organizationUid: string): 'admin' | 'member' {
+  return ctx.principal.memberships.find((m) => m.organizationUid === organizationUid)?.role === 'admin'
+    ? 'admin'
+    : 'member';
+}
+
+/**
+ * The approval limit (docs/invoices.md#approval-limits): the caller's own limit, else their role's, in
+ * the invoice's organization; an API key acts with its user's. A total over it is 403
+ * `approval_limit_exceeded`.
+ */
+async function assertWithinApprovalLimit(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  invoice: repo.InvoiceRow,
+): Promise<void> {
+  const role = roleIn(ctx, invoice.organizationUid);
+  const limit = approvalLimitOf(
+    await approvalLimits(tx, invoice.organizationUid),
+    ctx.principal.user.uid,
+    role,
+  );
+  if (withinLimit(limit, invoice.totalCents)) return;
+  const whose = limit.source === 'user' ? 'your own approval limit' : `the approval limit of the ${role} role`;
+  const error = new AppError(
+    'approval_limit_exceeded',
+    `This invoice's total (${formatCents(invoice.totalCents)} ${invoice.currency}) is over ${whose}, ${formatCents(limit.limitCents!)}: someone with a higher limit must approve it`,
+  );
+  error.details = {
+    limit_cents: limit.limitCents,
+    limit_source: limit.source,
+    role,
+    total_cents: invoice.totalCents,
+    currency: invoice.currency,
+  };
+  throw error;
+}
+
+/**
+ * After the invoice row was written with its new status (`from` null: just created): a payable moved to
+ * approved by this caller needs the right to approve it (an admin or its responsible user, segregation
+ * of duties; not checked at creation, as before) and a total within the caller's approval limit (checked
+ * at creation too); then the history row. Nothing for the same status.
+ */
+export async function recordStatusMove(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  from: string | null,
+  after: repo.InvoiceRow,
+  options: StatusMoveOptions,
+): Promise<void> {
+  if (from === after.status) return;
+  if (after.invoiceType === 'ACCOUNTS_PAYABLE' && after.status === 'approved') {
+    if (from !== null) {
+      assertMayApprove(
+        ctx,
+        {
+          organizationUid: after.organizationUid,
+          responsible: after.responsible,
+          createdByUserUid: after.enteredByUserUid ?? '',
+        },
+        await segregationOfDuties(tx, after.organizationUid),
+      );
+    }
+    await assertWithinApprovalLimit(tx, ctx, after);
+  }
+  await history.insertStatusChange(tx, {
+    organizationUid: after.organizationUid,
+    invoiceUid: after.uid,
+    fromStatus: from,
+    toStatus: after.status,
+    reason: options.reason,
+    note: options.note ?? null,
+    actorType: ctx.actor.type,
+    actorUid: ctx.actor.uid,
+    actorUserUid: ctx.actor.userUid,
+    actorName: ctx.actor.type === 'system' ? null : ctx.principal.user.fullName || null,
+  });
+}
+
+function toHistoryView(row: history.StatusHistoryRow) {
+  return {
+    uid: row.uid,
+    invoice_uid: row.invoiceUid,
+    position: row.position,
+    from_status: row.fromStatus,
+    to_status: row.toStatus,
+    reason: row.reason,
+    note: row.note,
+    actor: {
+      type: row.actorType,
+      uid: row.actorUid,
+      user_uid: row.actorUserUid,
+      name: row.actorName,
+    },
+    changed_at: row.changedAt.toISOString(),
+  };
+}
+export type StatusHistoryView = ReturnType<typeof toHistoryView>;
+
+/** GET /api/invoices/{uid}/status-history: oldest first, for an invoice the caller may see (else 404). */
+export async function listStatusHistory(
+  db: DbOrTx,
+  ctx: RequestContext,
+  invoiceUid: string,
+  page: PageRequest,
+): Promise<{ items: StatusHistoryView[]; total: number }> {
+  const invoice = await repo.findInvoice(db, visibleInvoices(db, invoiceReader(ctx.principal)), invoiceUid);
+  if (!invoice) throw notFound('Invoice');
+  const { rows, total } = await history.listStatusHistory(db, invoice.organizationUid, invoice.uid, {
+    limit: page.perPage,
+    offset: offsetOf(page),
+  });
+  return { items: rows.map(toHistoryView), total };
+}
