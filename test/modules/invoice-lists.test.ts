@@ -85,6 +85,8 @@ interface PayableSpec {
   status: string;
   /** Status changes made afterwards with PUT, each by that user (approval/registration fields). */
   then?: [string, Who][];
+  /** Who enters it (default the admin); entered registered, its registration is theirs. */
+  createdBy?: Who;
   assignees?: Who[];
   responsible?: Who;
   comment?: boolean;
@@ -164,8 +166,10 @@ const PAYABLES: Record<string, PayableSpec> = {
     reg: 'REG-0006',
     vendor: 'charlie',
     tax: 7500,
-    status: 'received',
-    then: [['registered', 'member']],
+    // Registered without an approval: the lifecycle refuses received → registered (issue 22), so the
+    // member enters it registered (creation takes any status) rather than moving it there.
+    status: 'registered',
+    createdBy: 'member',
   },
   I7: {
     number: 'INV-0007',
@@ -295,30 +299,38 @@ async function buildDataset(t: TestApp, p: Principals): Promise<Dataset> {
   const approvalDate: Record<string, string> = {};
   const registrationDate: Record<string, string> = {};
   for (const [label, s] of Object.entries(PAYABLES)) {
-    const created = await ok(201, 'POST', '/api/invoices', {
-      organization_uid: org,
-      invoice_type: 'ACCOUNTS_PAYABLE',
-      invoice_number: s.number,
-      status: s.status,
-      currency: 'USD',
-      issue_date: s.issue ?? null,
-      due_date: s.due ?? null,
-      received_date: s.received ?? null,
-      document_type: s.doc ?? null,
-      stamp_number: s.stamp ?? null,
-      registration_number: s.reg ?? null,
-      service_provider_party_uid: s.vendor ? vendorUid[s.vendor] : null,
-      tax_cents: s.tax,
-      assignee_user_uids: (s.assignees ?? []).map((w) => userUid[w]),
-      responsible_user_uid: s.responsible ? userUid[s.responsible] : null,
-      ...(label === 'I3'
-        ? {
-            line_items: [{ context_type: 'PRODUCT', sku: 'WIDGET', quantity: 2 }],
-            invoice_notes: { invoice_memo: 'memo I3' },
-          }
-        : {}),
-    });
+    if (s.createdBy) await nextMillisecond(); // a registration instant of its own
+    const created = await ok(
+      201,
+      'POST',
+      '/api/invoices',
+      {
+        organization_uid: org,
+        invoice_type: 'ACCOUNTS_PAYABLE',
+        invoice_number: s.number,
+        status: s.status,
+        currency: 'USD',
+        issue_date: s.issue ?? null,
+        due_date: s.due ?? null,
+        received_date: s.received ?? null,
+        document_type: s.doc ?? null,
+        stamp_number: s.stamp ?? null,
+        registration_number: s.reg ?? null,
+        service_provider_party_uid: s.vendor ? vendorUid[s.vendor] : null,
+        tax_cents: s.tax,
+        assignee_user_uids: (s.assignees ?? []).map((w) => userUid[w]),
+        responsible_user_uid: s.responsible ? userUid[s.responsible] : null,
+        ...(label === 'I3'
+          ? {
+              line_items: [{ context_type: 'PRODUCT', sku: 'WIDGET', quantity: 2 }],
+              invoice_notes: { invoice_memo: 'memo I3' },
+            }
+          : {}),
+      },
+      keyOf[s.createdBy ?? 'admin'],
+    );
     uidOf[label] = created.uid;
+    if (s.status === 'registered') registrationDate[label] = created.registration_date;
     for (const [status, who] of s.then ?? []) {
       await nextMillisecond(); // distinct approval/registration instants, so ranges can split them
       // Under the invoice rule a member acts on a payable only while responsible for it: the admin

@@ -111,7 +111,8 @@ async function assertWithinApprovalLimit(
     role,
   );
   if (withinLimit(limit, invoice.totalCents)) return;
-  const whose = limit.source === 'user' ? 'your own approval limit' : `the approval limit of the ${role} role`;
+  const whose =
+    limit.source === 'user' ? 'your own approval limit' : `the approval limit of the ${role} role`;
   const error = new AppError(
     'approval_limit_exceeded',
     `This invoice's total (${formatCents(invoice.totalCents)} ${invoice.currency}) is over ${whose}, ${formatCents(limit.limitCents!)}: someone with a higher limit must approve it`,

@@ -73,7 +73,11 @@ describe('the transition tables', () => {
     expect(checkTransition(AR, 'paid', 'open', { reversal: true }).ok).toBe(true);
     expect(checkTransition(AR, 'paid', 'open', { amountRemainingCents: 100 }).ok).toBe(true);
     expect(checkTransition(AR, 'paid', 'void', { reversal: true }).ok).toBe(false);
-    expect(allowedNextStatuses(AP, 'paid', { reversal: true })).toEqual(['approved', 'registered', 'scheduled']);
+    expect(allowedNextStatuses(AP, 'paid', { reversal: true })).toEqual([
+      'approved',
+      'registered',
+      'scheduled',
+    ]);
     // A reversal changes nothing elsewhere.
     expect(allowedNextStatuses(AR, 'open', { reversal: true })).toEqual(allowedNextStatuses(AR, 'open'));
   });

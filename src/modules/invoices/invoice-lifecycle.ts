@@ -64,8 +64,7 @@ export function allowedNextStatuses(
 }
 
 export type TransitionCheck =
-  | { ok: true; changed: boolean }
-  | { ok: false; from: string; to: string; allowed: string[] };
+  { ok: true; changed: boolean } | { ok: false; from: string; to: string; allowed: string[] };
 
 /** Whether `from` → `to` is allowed; the same status is always allowed and changes nothing. */
 export function checkTransition(
@@ -112,7 +111,11 @@ export interface ApprovalLimit {
 }
 
 /** The limit that applies to a user of this role: their own override, else their role's. */
-export function approvalLimitOf(limits: ApprovalLimits, userUid: string, role: 'admin' | 'member'): ApprovalLimit {
+export function approvalLimitOf(
+  limits: ApprovalLimits,
+  userUid: string,
+  role: 'admin' | 'member',
+): ApprovalLimit {
   const own = limits.users.find((u) => u.user_uid === userUid);
   if (own) return { limitCents: own.limit_cents, source: 'user' };
   return { limitCents: limits.roles[role] ?? null, source: 'role' };

@@ -560,7 +560,8 @@ async function applyUpdate(
   if (stamp.updatedAt) values.updatedAt = stamp.updatedAt;
   const updated = await recompute(tx, row, values);
   // On the written row: approval rights and limits on its final total, and the history row.
-  if (moved) await recordStatusMove(tx, ctx, row.status, updated, { reason: 'update', note: body.status_note });
+  if (moved)
+    await recordStatusMove(tx, ctx, row.status, updated, { reason: 'update', note: body.status_note });
   return { updated, assignees };
 }
 

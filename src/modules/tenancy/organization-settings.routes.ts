@@ -27,10 +27,9 @@ const ApprovalLimitsInput = Type.Object(
       ),
     ),
     users: Type.Optional(
-      Type.Array(
-        Type.Object({ user_uid: Uuid, limit_cents: LimitCents }, { additionalProperties: false }),
-        { maxItems: 200 },
-      ),
+      Type.Array(Type.Object({ user_uid: Uuid, limit_cents: LimitCents }, { additionalProperties: false }), {
+        maxItems: 200,
+      }),
     ),
   },
   {

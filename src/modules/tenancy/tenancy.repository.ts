@@ -87,7 +87,11 @@ export async function updateOrganizationSettings(
 }
 
 /** Which of these users are members of the organization. */
-export async function membersAmong(db: DbOrTx, organizationUid: string, userUids: string[]): Promise<string[]> {
+export async function membersAmong(
+  db: DbOrTx,
+  organizationUid: string,
+  userUids: string[],
+): Promise<string[]> {
   if (userUids.length === 0) return [];
   const rows = await db
     .select({ userUid: memberships.userUid })
