@@ -87,9 +87,9 @@ function expectRefusedMove(
   to: string,
   allowed: string[],
 ) {
-  const body = expectErrorBody(res, 409, 'invalid_status_transition') as ReturnType<
-    typeof expectErrorBody
-  > & { details: unknown };
+  const body = expectErrorBody(res, 409, 'invalid_transition') as ReturnType<typeof expectErrorBody> & {
+    details: unknown;
+  };
   expect(body.details).toEqual({ status: from, requested_status: to, allowed_statuses: allowed });
   expect(body.message).toContain(`from ${from} to ${to}`);
   expect(body.message).toContain(allowed.length > 0 ? allowed.join(', ') : 'none');
@@ -339,7 +339,7 @@ describe('the status history', () => {
     const refuse = t.db.transaction((tx) =>
       changeStatus(tx, t.deps.jobs, ctx, inv.uid, 'open', { reason: 'refund' }),
     );
-    await expect(refuse).rejects.toMatchObject({ code: 'invalid_status_transition' });
+    await expect(refuse).rejects.toMatchObject({ code: 'invalid_transition' });
     const after = await t.db.transaction((tx) =>
       changeStatus(tx, t.deps.jobs, ctx, inv.uid, 'open', {
         reason: 'refund',
@@ -447,7 +447,7 @@ describe('approval limits', () => {
       details?: unknown;
     };
     expect(body.message).toContain('5000.00');
-    expect(body.message).toContain('member role');
+    expect(body.message).toContain("member role's approval limit");
     expect(body.details).toEqual({
       limit_cents: 500_000,
       limit_source: 'role',

@@ -461,7 +461,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a receivable or payable invoice (with line items resolved from the catalog) */
+        /**
+         * Create a receivable or payable invoice (with line items resolved from the catalog)
+         * @description Any status of the invoice type may be given (default draft or received); it starts the status history. A payable created approved counts against the caller’s approval limit (403 `approval_limit_exceeded`).
+         */
         post: operations["createInvoice"];
         delete?: never;
         options?: never;
@@ -480,7 +483,7 @@ export interface paths {
         get: operations["getInvoice"];
         /**
          * Update an invoice (partial), applied once the billing partner accepted it
-         * @description Only the sent fields change. With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.
+         * @description Only the sent fields change. A `status` must be one the invoice’s lifecycle allows next (409 `invalid_transition` names them; docs/invoices.md#lifecycle); approving a payable needs the right to and a total within the caller’s approval limit (403 `forbidden`, `approval_limit_exceeded`). With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.
          */
         put: operations["updateInvoice"];
         post?: never;
@@ -540,6 +543,23 @@ export interface paths {
         head?: never;
         /** Edit (author only) or resolve/reopen a comment */
         patch: operations["updateInvoiceComment"];
+        trace?: never;
+    };
+    "/api/invoices/{uid}/status-history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An invoice's status changes, oldest first: who, when, from, to, why and the note */
+        get: operations["listInvoiceStatusHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/invoices/{uid}/payments": {
@@ -1415,7 +1435,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's settings (segregation of duties, second factor for admins, default Slack channel) */
+        /** The organization's settings (segregation of duties, second factor for admins, default Slack channel, approval limits) */
         get: operations["getOrganizationSettings"];
         put?: never;
         post?: never;
@@ -1760,13 +1780,17 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
                 field: string;
                 message: string;
             }[];
+            /** @description facts about the refusal, for programs (e.g. `invalid_transition`: `status`, `requested_status`, `allowed_statuses`) */
+            details?: {
+                [key: string]: unknown;
+            };
         };
         ApiKey: {
             /** Format: uuid */
@@ -1871,10 +1895,10 @@ export interface components {
             invoice_number: string;
             invoice_type: "ACCOUNTS_RECEIVABLE" | "ACCOUNTS_PAYABLE";
             /**
-             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)
              * @enum {string}
              */
-            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "scheduled" | "rejected";
             collection_method: "charge_automatically" | "send_invoice";
             issue_date: string | null;
             due_date: string | null;
@@ -1966,10 +1990,10 @@ export interface components {
             /** Format: uuid */
             uid: string;
             /**
-             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)
              * @enum {string}
              */
-            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "scheduled" | "rejected";
             invoice_number: string;
             issue_date: string | null;
             due_date: string | null;
@@ -2006,6 +2030,28 @@ export interface components {
             } | null;
             /** Format: date-time */
             created_at: string;
+        };
+        InvoiceStatusChange: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description 1, 2, … in the order of the changes */
+            position: number;
+            from_status: string | null;
+            to_status: string;
+            /** @description what made the change: `created`, `update` (PUT), `payment` (a payment settled it), or what an internal caller names (e.g. `refund`) */
+            reason: string;
+            note: string | null;
+            actor: {
+                /** @enum {string} */
+                type: "user" | "api_key" | "agent_run" | "system";
+                uid: string | null;
+                user_uid: string | null;
+                name: string | null;
+            };
+            /** Format: date-time */
+            changed_at: string;
         };
         /** InvoiceAttachment */
         InvoiceAttachment: {
@@ -2785,6 +2831,8 @@ export interface components {
             registration_number?: string | null;
             assignee_user_uids?: string[];
             responsible_user_uid?: string | null;
+            /** @description Why the status changes; kept in the invoice's status history. Only with `status` */
+            status_note?: string;
         };
         CreateInvoiceCommentBody: {
             text: string;
@@ -3135,6 +3183,8 @@ export interface components {
             registration_number?: string | null;
             assignee_user_uids?: string[];
             responsible_user_uid?: string | null;
+            /** @description Why the status changes; kept in the invoice's status history. Only with `status` */
+            status_note?: string;
         };
         UpdateInvoiceCommentBody: {
             text?: string;
@@ -3205,6 +3255,18 @@ export interface components {
             segregation_of_duties?: boolean;
             require_admin_mfa?: boolean;
             slack_channel_id?: string | null;
+            /** @description Replaces the whole setting: a role left out is unlimited, and `users` (members of the organization, each once; at most 200) replaces the list */
+            approval_limits?: {
+                roles?: {
+                    admin?: number | null;
+                    member?: number | null;
+                };
+                users?: {
+                    /** Format: uuid */
+                    user_uid: string;
+                    limit_cents: number | null;
+                }[];
+            };
         };
         UpdatePartyBody: {
             name?: string;
@@ -3587,8 +3649,9 @@ export interface components {
          *     - `conflict`: the resource changed meanwhile; send the request again
          *     - `already_exists`: a duplicate of something that must be unique
          *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
+         *     - `invalid_transition`: the invoice’s lifecycle does not allow this status next; message and `details` name the allowed ones
          */
-        ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute: {
+        ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3599,7 +3662,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "conflict" | "already_exists" | "sync_in_progress";
+                    code: "conflict" | "already_exists" | "sync_in_progress" | "invalid_transition";
                 };
             };
         };
@@ -3712,6 +3775,31 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
                 };
             };
         };
@@ -4156,6 +4244,32 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
                 };
             };
         };
@@ -6570,7 +6684,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
             409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
@@ -6667,9 +6781,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -6901,6 +7015,66 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    listInvoiceStatusHistory: {
+        parameters: {
+            query?: {
+                page?: number;
+                per_page?: number;
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["InvoiceStatusChange"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                            _links: {
+                                self: string;
+                                next: string | null;
+                                prev: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listInvoicePayments: {
@@ -10701,6 +10875,18 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /** @description The largest invoice total (cents, any currency) each role, or each named user instead of their role, may approve on a payable. Null: unlimited. Default: no limits */
+                            approval_limits: {
+                                roles: {
+                                    admin: number | null;
+                                    member: number | null;
+                                };
+                                users: {
+                                    /** Format: uuid */
+                                    user_uid: string;
+                                    limit_cents: number | null;
+                                }[];
+                            };
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -10762,6 +10948,18 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /** @description The largest invoice total (cents, any currency) each role, or each named user instead of their role, may approve on a payable. Null: unlimited. Default: no limits */
+                            approval_limits: {
+                                roles: {
+                                    admin: number | null;
+                                    member: number | null;
+                                };
+                                users: {
+                                    /** Format: uuid */
+                                    user_uid: string;
+                                    limit_cents: number | null;
+                                }[];
+                            };
                             /** Format: date-time */
                             updated_at: string;
                         };

@@ -38,7 +38,7 @@ const KIND: Record<InvoiceType, string> = { ACCOUNTS_RECEIVABLE: 'receivable', A
 
 /**
  * Whether `to` may follow the invoice's status (true: it changes; false: the same status, nothing to
- * do). A refused move is 409 `invalid_status_transition`, naming the current status and the allowed next
+ * do). A refused move is 409 `invalid_transition`, naming the current status and the allowed next
  * ones in the message and in `details`.
  */
 export function checkStatusMove(
@@ -54,7 +54,7 @@ export function checkStatusMove(
   if (check.ok) return check.changed;
   const next = check.allowed.length > 0 ? check.allowed.join(', ') : 'none';
   const error = new AppError(
-    'invalid_status_transition',
+    'invalid_transition',
     `A ${KIND[row.invoiceType]} invoice cannot move from ${check.from} to ${check.to}; allowed next statuses from ${check.from}: ${next}`,
   );
   error.details = { status: check.from, requested_status: check.to, allowed_statuses: check.allowed };
@@ -111,11 +111,10 @@ async function assertWithinApprovalLimit(
     role,
   );
   if (withinLimit(limit, invoice.totalCents)) return;
-  const whose =
-    limit.source === 'user' ? 'your own approval limit' : `the approval limit of the ${role} role`;
+  const whose = limit.source === 'user' ? 'your own approval limit' : `the ${role} role's approval limit`;
   const error = new AppError(
     'approval_limit_exceeded',
-    `This invoice's total (${formatCents(invoice.totalCents)} ${invoice.currency}) is over ${whose}, ${formatCents(limit.limitCents!)}: someone with a higher limit must approve it`,
+    `The invoice's total, ${formatCents(invoice.totalCents)} ${invoice.currency}, is over ${whose} of ${formatCents(limit.limitCents!)}`,
   );
   error.details = {
     limit_cents: limit.limitCents,

@@ -92,7 +92,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         tags,
         summary: 'Update an invoice (partial), applied once the billing partner accepted it',
         description:
-          'Only the sent fields change. A `status` must be one the invoice’s lifecycle allows next (409 `invalid_status_transition` names them; docs/invoices.md#lifecycle); approving a payable needs the right to and a total within the caller’s approval limit (403 `forbidden`, `approval_limit_exceeded`). With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.',
+          'Only the sent fields change. A `status` must be one the invoice’s lifecycle allows next (409 `invalid_transition` names them; docs/invoices.md#lifecycle); approving a payable needs the right to and a total within the caller’s approval limit (403 `forbidden`, `approval_limit_exceeded`). With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.',
         params: InvoiceParams,
         body: UpdateInvoiceBody,
         response: { 200: InvoiceEnvelope, ...errorResponses },
@@ -106,7 +106,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
           'not_found',
           'conflict',
           'already_exists',
-          'invalid_status_transition',
+          'invalid_transition',
           'sync_in_progress',
           'bad_gateway',
           'gateway_timeout',

@@ -934,7 +934,7 @@ export async function addPayment(
 /**
  * The internal door for a status change (docs/invoices.md#lifecycle): refunds, credit notes and other
  * automatic moves call it inside their own transaction. The invoice is locked and must be visible to
- * `ctx` (404); the move is checked against the lifecycle (409 `invalid_status_transition`; `reversal`
+ * `ctx` (404); the move is checked against the lifecycle (409 `invalid_transition`; `reversal`
  * allows the moves out of paid), approving checks rights and limits (403), and the change is recorded
  * like a PUT's: history row (with `reason` and `note`), audit event, webhook events. The same status
  * changes nothing. No billing sync, as for payments.

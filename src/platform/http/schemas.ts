@@ -53,7 +53,7 @@ export const ErrorBody = Type.Object(
         {
           additionalProperties: true,
           description:
-            'facts about the refusal, for programs (e.g. `invalid_status_transition`: `status`, `requested_status`, `allowed_statuses`)',
+            'facts about the refusal, for programs (e.g. `invalid_transition`: `status`, `requested_status`, `allowed_statuses`)',
         },
       ),
     ),
