@@ -306,8 +306,8 @@ describe('the OpenAPI document’s error answers (the registry of error codes)',
     expect(codesOf(update, '409')).toEqual([
       'conflict',
       'already_exists',
-      'invalid_transition',
       'sync_in_progress',
+      'invalid_transition',
     ]);
     expect(codesOf(update, '502')).toEqual(['bad_gateway']);
     expect(codesOf(update, '504')).toEqual(['gateway_timeout']);
