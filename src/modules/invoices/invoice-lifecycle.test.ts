@@ -6,7 +6,7 @@ import {
   formatCents,
   NO_APPROVAL_LIMITS,
   PAYABLE_TRANSITIONS,
-  payableStatuses,
+  statusesTakingPayments,
   RECEIVABLE_TRANSITIONS,
   takesPayments,
   withinLimit,
@@ -89,8 +89,8 @@ describe('the transition tables', () => {
 
 describe('payments', () => {
   it('are taken where a settling payment may move the invoice to paid, and when already paid', () => {
-    expect(payableStatuses(AR)).toEqual(['open', 'uncollectible', 'paid']);
-    expect(payableStatuses(AP)).toEqual(['approved', 'registered', 'scheduled', 'paid']);
+    expect(statusesTakingPayments(AR)).toEqual(['open', 'uncollectible', 'paid']);
+    expect(statusesTakingPayments(AP)).toEqual(['approved', 'registered', 'scheduled', 'paid']);
     expect(takesPayments(AR, 'draft')).toBe(false);
     expect(takesPayments(AP, 'received')).toBe(false);
     expect(takesPayments(AP, 'rejected')).toBe(false);

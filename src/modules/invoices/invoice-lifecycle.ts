@@ -88,7 +88,7 @@ export function takesPayments(type: InvoiceType, status: string): boolean {
 }
 
 /** Statuses that take payments, for messages. */
-export function payableStatuses(type: InvoiceType): string[] {
+export function statusesTakingPayments(type: InvoiceType): string[] {
   const table = type === 'ACCOUNTS_RECEIVABLE' ? RECEIVABLE_TRANSITIONS : PAYABLE_TRANSITIONS;
   return Object.keys(table).filter((s) => takesPayments(type, s));
 }

@@ -9,7 +9,7 @@ import {
   statusMoveValues,
   type StatusMoveOptions,
 } from './invoice-lifecycle.service.ts';
-import { payableStatuses, takesPayments } from './invoice-lifecycle.ts';
+import { statusesTakingPayments, takesPayments } from './invoice-lifecycle.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
 import { findPartiesByUids } from '../parties/parties.service.ts';
 import { findProductsBySku } from '../products/products.service.ts';
@@ -871,7 +871,7 @@ export async function addPayment(
     if (!takesPayments(row.invoiceType, row.status)) {
       throw new AppError(
         'invalid_state',
-        `A ${row.status} invoice cannot take payments; ${row.invoiceType === 'ACCOUNTS_PAYABLE' ? 'payables' : 'receivables'} take them in ${payableStatuses(row.invoiceType).join(', ')}`,
+        `A ${row.status} invoice cannot take payments; ${row.invoiceType === 'ACCOUNTS_PAYABLE' ? 'payables' : 'receivables'} take them in ${statusesTakingPayments(row.invoiceType).join(', ')}`,
       );
     }
     if (body.amount_cents > row.amountRemainingCents) {
