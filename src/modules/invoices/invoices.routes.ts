@@ -47,7 +47,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['already_exists'] },
+      config: { ...write, errors: ['already_exists', 'party_archived'] },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(
@@ -98,6 +98,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
           'conflict',
           'already_exists',
           'sync_in_progress',
+          'party_archived',
           'bad_gateway',
           'gateway_timeout',
         ],

@@ -299,11 +299,17 @@ async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.I
   });
 }
 
+/**
+ * The parties an invoice is given, checked (422 for one that does not exist, 409 `party_archived` for an
+ * archived one) and copied for sorting and search. `current` are the invoice's parties before an update:
+ * a party it already names stays allowed after being archived (invoices keep their archived parties).
+ */
 async function partyCopies(
   tx: DbOrTx,
   organizationUid: string,
   client?: string | null,
   provider?: string | null,
+  current: { client: string | null; provider: string | null } = { client: null, provider: null },
 ) {
   const wanted = [client, provider].filter((u): u is string => !!u);
   const found = new Map(
@@ -316,6 +322,19 @@ async function partyCopies(
     errors.push({ field: 'service_provider_party_uid', message: 'no such party in this organization' });
   }
   if (errors.length > 0) throw invalid(errors);
+  const archived = (
+    [
+      ['client_party_uid', client, current.client],
+      ['service_provider_party_uid', provider, current.provider],
+    ] as const
+  ).find(([, uid, before]) => uid && uid !== before && found.get(uid)!.archivedAt !== null);
+  if (archived) {
+    const [field, uid] = archived;
+    throw new AppError(
+      'party_archived',
+      `Party "${found.get(uid!)!.name}" is archived (${field}); unarchive it to use it on an invoice`,
+    );
+  }
   const out: Partial<repo.InvoiceInsert> = {};
   if (client !== undefined) {
     out.clientPartyUid = client;
@@ -554,7 +573,13 @@ async function applyUpdate(
       { nullRemoves: true },
     );
   }
-  Object.assign(values, await partyCopies(tx, org, body.client_party_uid, body.service_provider_party_uid));
+  Object.assign(
+    values,
+    await partyCopies(tx, org, body.client_party_uid, body.service_provider_party_uid, {
+      client: row.clientPartyUid,
+      provider: row.serviceProviderPartyUid,
+    }),
+  );
   if (body.responsible_user_uid !== undefined) {
     values.responsible = body.responsible_user_uid
       ? (await userIds(tx, org, [body.responsible_user_uid], 'responsible_user_uid')).get(

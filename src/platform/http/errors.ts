@@ -34,6 +34,7 @@ export const ERROR_CODES = {
   claim_mismatch: 409,
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
+  party_archived: 409,
   token_used: 409,
   token_expired: 410,
   payload_too_large: 413,

@@ -476,6 +476,7 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   claim_mismatch: 'the claim token is not the agent run’s current claim (another holder, or a lapsed lease)',
   idempotency_key_in_use: 'the first request with this Idempotency-Key is still running',
   sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',
+  party_archived: 'the party named is archived: unarchive it to put it on an invoice',
   token_used: 'the emailed link was already used',
   token_expired: 'the emailed link (or the invitation) has expired',
   payload_too_large: 'the body (or an uploaded file) is over this operation’s limit',
