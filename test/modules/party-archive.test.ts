@@ -233,6 +233,23 @@ describe('invoices and archived parties', () => {
     expect((await put(invoice, { client_party_uid: null })).status).toBe(200);
   });
 
+  it('target_party_uid naming an archived party: 409 on create and on a PUT moving to it; an invoice keeps its own', async () => {
+    const target = await newParty({ name: 'Archived Target' });
+    const kept = await newInvoice({ target_party_uid: target.uid });
+    expect(kept.status, kept.raw).toBe(201);
+    await archive(target.uid);
+    const refused = await newInvoice({ target_party_uid: target.uid });
+    expectErrorBody(refused, 409, 'party_archived');
+    expect(refused.body.message).toContain('target_party_uid');
+    const put = (uid: string, body: Record<string, unknown>) =>
+      call(t.app, 'PUT', `/api/invoices/${uid}`, { key: p.orgA.admin.key, body });
+    expect((await put(kept.body.data.uid, { target_party_uid: target.uid })).status).toBe(200);
+    const other = (await newInvoice({})).body.data.uid as string;
+    expectErrorBody(await put(other, { target_party_uid: target.uid }), 409, 'party_archived');
+    // A uid that names no party is stored as given, as before.
+    expect((await newInvoice({ target_party_uid: crypto.randomUUID() })).status).toBe(201);
+  });
+
   it('renaming an archived party still updates its invoices', async () => {
     const client = await newParty({ name: 'Old Name' });
     const invoice = (await newInvoice({ client_party_uid: client.uid })).body.data.uid as string;

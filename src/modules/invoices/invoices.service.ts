@@ -348,6 +348,27 @@ async function partyCopies(
   return out;
 }
 
+/**
+ * `target_party_uid` need not name a party (the interface leaves it open, and it is stored as given),
+ * but when it names an archived party of the organization, an invoice may not be moved to it: 409
+ * `party_archived`, as for the client and the service provider. The invoice's current one stays allowed.
+ */
+async function refuseArchivedTarget(
+  tx: DbOrTx,
+  organizationUid: string,
+  target: string | null | undefined,
+  current: string | null,
+) {
+  if (!target || target === current) return;
+  const [found] = await findPartiesByUids(tx, organizationUid, [target]);
+  if (found && found.party.archivedAt !== null) {
+    throw new AppError(
+      'party_archived',
+      `Party "${found.party.name}" is archived (target_party_uid); unarchive it to use it on an invoice`,
+    );
+  }
+}
+
 async function userIds(tx: DbOrTx, organizationUid: string, uids: string[], field: string) {
   const found = await repo.memberUsers(tx, organizationUid, uids);
   const known = new Map(found.map((u) => [u.uid, u.id]));
@@ -385,6 +406,7 @@ export async function createInvoice(
         body.client_party_uid ?? null,
         body.service_provider_party_uid ?? null,
       );
+      await refuseArchivedTarget(tx, org, body.target_party_uid, null);
       const assignees = body.assignee_user_uids ?? [];
       await userIds(tx, org, assignees, 'assignee_user_uids');
       const responsible = body.responsible_user_uid
@@ -545,6 +567,7 @@ async function applyUpdate(
   set('dueDate', toInstant(body.due_date));
   set('paidDate', toInstant(body.paid_date));
   set('receivedDate', toInstant(body.received_date));
+  await refuseArchivedTarget(tx, org, body.target_party_uid, row.targetPartyUid);
   set('targetPartyUid', body.target_party_uid);
   set('documentUid', body.document_uid);
   set('invoiceBlueprintUid', body.invoice_blueprint_uid);
