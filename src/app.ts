@@ -62,6 +62,7 @@ import { metricRoutes } from './modules/metrics/metrics.routes.ts';
 import { knowledgeRoutes } from './modules/knowledge/knowledge.routes.ts';
 import { documentRoutes } from './modules/documents/documents.routes.ts';
 import { storageRoutes } from './platform/storage/storage.routes.ts';
+import { registerObjectDeleteJobs } from './platform/storage/object-deletes.ts';
 import { slackRoutes } from './modules/slack/slack-interactions.routes.ts';
 import { registerSlackJobs } from './modules/slack/slack.jobs.ts';
 import { organizationSettingsRoutes } from './modules/tenancy/organization-settings.routes.ts';
@@ -132,7 +133,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'members', routes: [memberRoutes, invitationRoutes] },
   { name: 'webhooks', routes: [webhookRoutes], jobs: registerWebhookJobs },
   { name: 'slack', routes: [slackRoutes], jobs: registerSlackJobs },
-  { name: 'storage', routes: [storageRoutes] },
+  { name: 'storage', routes: [storageRoutes], jobs: registerObjectDeleteJobs },
   { name: 'idempotency', jobs: registerIdempotencyJobs },
 ];
 

@@ -398,6 +398,35 @@ describe('DELETE /api/email/drafts/{uid}', () => {
     expectErrorBody(await cancel(MISSING), 404);
   });
 
+  it('records email.canceled (status draft → canceled, attachments gone); a refused cancel records nothing', async () => {
+    const draft = await newDraft({
+      subject: 'Reminder',
+      attachments: [{ filename: 'a.txt', content_type: 'text/plain', data_base64: b64('x') }],
+    });
+    expect((await cancel(draft.uid, p.orgA.member.key)).status).toBe(200);
+    const actions = async (uid: string) =>
+      rawQuery<{ action: string; actor_user_uid: string; changes: Record<string, unknown> }>(
+        t.db,
+        `select action, actor_user_uid::text, changes from audit_events where entity_uid = $1 order by occurred_at, action`,
+        [uid],
+      );
+    const events = await actions(draft.uid);
+    expect(events.map((e) => e.action)).toEqual(['email.created', 'email.canceled']);
+    expect(events[1]).toMatchObject({
+      actor_user_uid: p.orgA.member.userUid,
+      changes: {
+        status: { before: 'draft', after: 'canceled' },
+        attachments: { before: [{ filename: 'a.txt', content_type: 'text/plain', size: 1 }], after: [] },
+      },
+    });
+    const sent = await newDraft();
+    await setStatus(sent.uid, 'sent');
+    const refused = await cancel(sent.uid);
+    expectErrorBody(refused, 409, 'invalid_state');
+    expect(refused.body.message).toBe('A sent email cannot be canceled');
+    expect((await actions(sent.uid)).map((e) => e.action)).toEqual(['email.created']);
+  });
+
   commonRouteChecks(
     'DELETE /api/email/drafts/{uid}',
     {

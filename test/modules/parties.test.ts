@@ -63,6 +63,7 @@ describe('POST /api/parties', () => {
         email: 'ana@acme.test',
         phone: '+1 555 0100',
       },
+      archived_at: null,
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });

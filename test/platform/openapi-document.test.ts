@@ -308,6 +308,7 @@ describe('the OpenAPI document’s error answers (the registry of error codes)',
       'already_exists',
       'sync_in_progress',
       'invalid_transition',
+      'party_archived',
     ]);
     expect(codesOf(update, '502')).toEqual(['bad_gateway']);
     expect(codesOf(update, '504')).toEqual(['gateway_timeout']);

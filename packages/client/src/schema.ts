@@ -387,7 +387,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List parties, newest change first; q matches name, address or tax id */
+        /**
+         * List parties, newest change first; q matches name, address or tax id
+         * @description Active parties only by default: `include_archived=true` adds the archived ones, `archived=true` lists only those (docs/invoices.md#archiving-a-party).
+         */
         get: operations["listParties"];
         put?: never;
         /** Create a client or vendor */
@@ -414,6 +417,46 @@ export interface paths {
         head?: never;
         /** Update a party (only the sent fields change; billing_contact null removes it) */
         patch: operations["updateParty"];
+        trace?: never;
+    };
+    "/api/parties/{uid}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a party: out of the default list and off new invoices; its invoices keep it
+         * @description Answers 200 with the party, `archived_at` set. Archiving an archived party changes nothing (the first `archived_at` stays). Parties are archived, never deleted: invoices point at them. See docs/invoices.md#archiving-a-party.
+         */
+        post: operations["archiveParty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parties/{uid}/unarchive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unarchive a party: back in the list and usable on invoices
+         * @description Answers 200 with the party, `archived_at` null. Unarchiving an active party changes nothing.
+         */
+        post: operations["unarchiveParty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/products": {
@@ -655,6 +698,26 @@ export interface paths {
          */
         post: operations["uploadInvoiceAttachment"];
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/attachments/{attachment_uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an invoice's attachment and its stored file (admins, or the member who uploaded it)
+         * @description Answers 200 with the attachment as it was (no `presigned_url`). It leaves the list at once; its file in storage is removed by a job right after (retried until storage answers), and download addresses handed out earlier then answer 404. A member may delete only what they uploaded (403). See docs/storage.md#deleting-objects.
+         */
+        delete: operations["deleteInvoiceAttachment"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1385,7 +1448,11 @@ export interface paths {
         get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a knowledge document and its stored file (admins, or the member who uploaded it)
+         * @description Answers 200 with the document as it was. It is gone at once from `GET /api/knowledge`, `GET /api/knowledge/{uid}` (404) and search; its object in storage is removed by a job right after (retried until storage answers). A member may delete only what they uploaded (403). See docs/knowledge.md#deleting-a-document.
+         */
+        delete: operations["deleteKnowledgeDocument"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1780,7 +1847,7 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "party_archived" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
@@ -1834,6 +1901,8 @@ export interface components {
             address: string;
             tax_id: string | null;
             billing_contact: components["schemas"]["BillingContact"] | null;
+            /** @description When the party was archived (POST /api/parties/{uid}/archive); null while it is active */
+            archived_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -3373,6 +3442,30 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `already_exists`: a duplicate of something that must be unique
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         *     - `party_archived`: the party named is archived: unarchive it to put it on an invoice
+         */
+        AlreadyExistsOrIdempotencyKeyInUseOrPartyArchivedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_exists" | "idempotency_key_in_use" | "party_archived";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_exists`: a duplicate of something that must be unique
          *     - `invalid_state`: the resource’s current state does not allow this
          *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
          */
@@ -3650,8 +3743,9 @@ export interface components {
          *     - `already_exists`: a duplicate of something that must be unique
          *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
          *     - `invalid_transition`: the invoice’s lifecycle does not allow this status next; message and `details` name the allowed ones
+         *     - `party_archived`: the party named is archived: unarchive it to put it on an invoice
          */
-        ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOnAuthenticatedRoute: {
+        ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOrPartyArchivedOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3662,7 +3756,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "conflict" | "already_exists" | "sync_in_progress" | "invalid_transition";
+                    code: "conflict" | "already_exists" | "sync_in_progress" | "invalid_transition" | "party_archived";
                 };
             };
         };
@@ -6239,6 +6333,10 @@ export interface operations {
                 organization_uid?: string;
                 q?: string;
                 role?: "client" | "vendor";
+                /** @description true: archived parties only; false: active ones only (omitted: see include_archived) */
+                archived?: boolean;
+                /** @description With `archived` omitted: true lists active and archived parties, false (default) active only */
+                include_archived?: boolean;
                 page?: number;
                 per_page?: number;
             };
@@ -6435,6 +6533,112 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    archiveParty: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["Party"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    unarchiveParty: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["Party"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listProducts: {
@@ -6685,7 +6889,7 @@ export interface operations {
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
             403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
-            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOrPartyArchivedOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
             422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
@@ -6783,7 +6987,7 @@ export interface operations {
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
             403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOrInvalidTransitionOrPartyArchivedOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -7801,6 +8005,71 @@ export interface operations {
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
             507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    deleteInvoiceAttachment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+                attachment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        /** DeletedInvoiceAttachment */
+                        data: {
+                            /** Format: uuid */
+                            uid: string;
+                            filename: string;
+                            content_type: string;
+                            /** @description bytes */
+                            file_size: number;
+                            /** @description the uploading user's integer id */
+                            uploaded_by: number;
+                            /** Format: date-time */
+                            created_on: string;
+                            description: string;
+                            is_public: boolean;
+                            /** Format: uuid */
+                            invoice_uid: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     listEmailAccounts: {
@@ -10729,6 +10998,54 @@ export interface operations {
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
+    deleteKnowledgeDocument: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["KnowledgeDocument"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
     uploadDocument: {
         parameters: {
             query?: {
@@ -10988,10 +11305,10 @@ export interface operations {
                 actor_type?: "user" | "api_key" | "agent_run" | "system";
                 actor_uid?: string;
                 actor_user_uid?: string;
-                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
+                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint" | "knowledge_document" | "attachment";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "party.archived" | "party.unarchived" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "knowledge_document.deleted" | "attachment.deleted";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */

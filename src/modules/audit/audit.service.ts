@@ -26,6 +26,8 @@ export const AUDIT_ACTIONS = [
   'payment.recorded',
   'party.created',
   'party.updated',
+  'party.archived',
+  'party.unarchived',
   'task.created',
   'task.updated',
   'task.decided',
@@ -64,6 +66,8 @@ export const AUDIT_ACTIONS = [
   'webhook_endpoint.deleted',
   'webhook_endpoint.secret_rotated',
   'webhook_endpoint.disabled',
+  'knowledge_document.deleted',
+  'attachment.deleted',
 ] as const;
 export type AuditAction = (typeof AUDIT_ACTIONS)[number];
 

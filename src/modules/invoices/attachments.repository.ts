@@ -40,3 +40,34 @@ export async function countAttachments(
     .where(ofInvoice(organizationUid, invoiceUid));
   return Number(row?.n ?? 0);
 }
+
+/** One attachment of the invoice, or undefined (another invoice's attachment included). */
+export async function findAttachment(
+  db: DbOrTx,
+  organizationUid: string,
+  invoiceUid: string,
+  uid: string,
+): Promise<AttachmentRow | undefined> {
+  const [row] = await db
+    .select()
+    .from(invoiceAttachments)
+    .where(and(ofInvoice(organizationUid, invoiceUid), eq(invoiceAttachments.uid, uid)));
+  return row;
+}
+
+/**
+ * Deletes the attachment's row (nothing points at an attachment), returning what it was; undefined when
+ * it is gone already (a concurrent delete).
+ */
+export async function deleteAttachment(
+  tx: DbOrTx,
+  organizationUid: string,
+  invoiceUid: string,
+  uid: string,
+): Promise<AttachmentRow | undefined> {
+  const [row] = await tx
+    .delete(invoiceAttachments)
+    .where(and(ofInvoice(organizationUid, invoiceUid), eq(invoiceAttachments.uid, uid)))
+    .returning();
+  return row;
+}

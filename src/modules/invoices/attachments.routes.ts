@@ -12,6 +12,8 @@ import {
   AttachmentEnvelope,
   AttachmentListEnvelope,
   AttachmentListQuery,
+  AttachmentParams,
+  DeletedAttachmentEnvelope,
   MAX_ATTACHMENT_BYTES,
   UploadForm,
   type UploadFormT,
@@ -32,10 +34,11 @@ const BOOLEAN_TEXT: Record<string, boolean> = {
 
 export async function attachmentRoutes(app: App, deps: AppDeps) {
   app.addSchema(Attachment);
-  const attachmentDeps = (request: FastifyRequest): service.AttachmentDeps => ({
+  const attachmentDeps = (request: FastifyRequest): service.AttachmentDeleteDeps => ({
     db: deps.database.db,
     storage: deps.objectStorage,
     urlExpiresS: deps.config.presignedUrlExpiresS,
+    jobs: deps.jobs,
     onOrphan: (key, error) =>
       request.log.error({ err: error, storage_key: key }, 'attachment object left without a row'),
   });
@@ -135,5 +138,34 @@ export async function attachmentRoutes(app: App, deps: AppDeps) {
         'Attachments',
       );
     },
+  );
+
+  app.delete(
+    '/api/invoices/:uid/attachments/:attachment_uid',
+    {
+      schema: {
+        operationId: 'deleteInvoiceAttachment',
+        tags,
+        summary: "Delete an invoice's attachment and its stored file (admins, or the member who uploaded it)",
+        description:
+          'Answers 200 with the attachment as it was (no `presigned_url`). It leaves the list at once; its ' +
+          'file in storage is removed by a job right after (retried until storage answers), and download ' +
+          'addresses handed out earlier then answer 404. A member may delete only what they uploaded (403). ' +
+          'See docs/storage.md#deleting-objects.',
+        params: AttachmentParams,
+        response: { 200: DeletedAttachmentEnvelope, ...errorResponses },
+      },
+      config: { scope: 'invoices:write', errors: ['not_found', 'forbidden'] },
+    },
+    async (request) =>
+      envelope(
+        await service.deleteAttachment(
+          attachmentDeps(request),
+          request.tenant(),
+          request.params.uid,
+          request.params.attachment_uid,
+        ),
+        'Attachment deleted',
+      ),
   );
 }

@@ -24,6 +24,14 @@ export const Attachment = Type.Object(
 
 export const AttachmentEnvelope = Envelope(Type.Ref('InvoiceAttachment'));
 
+/** What a delete answers: the attachment as it was, without a download address (its file is going). */
+const { presigned_url: _downloadAddress, ...deletedAttachmentFields } = Attachment.properties;
+export const DeletedAttachmentEnvelope = Envelope(
+  Type.Object(deletedAttachmentFields, { title: 'DeletedInvoiceAttachment' }),
+);
+
+export const AttachmentParams = Type.Object({ uid: Uuid, attachment_uid: Uuid });
+
 export const AttachmentListEnvelope = Envelope(
   Type.Object({
     items: Type.Array(Type.Ref('InvoiceAttachment')),

@@ -1,8 +1,11 @@
 import crypto from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import type { Db } from '../../platform/db/client.ts';
-import type { RequestContext } from '../../platform/http/context.ts';
-import { notFound } from '../../platform/http/errors.ts';
+import { inOrganization, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound } from '../../platform/http/errors.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
+import { scheduleObjectDelete } from '../../platform/storage/object-deletes.ts';
+import { changesBetween, recordAuditEvent } from '../audit/audit.service.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
 import * as repo from './attachments.repository.ts';
@@ -17,6 +20,11 @@ export interface AttachmentDeps {
   urlExpiresS: number;
   /** Told when an object could not be removed after a failed insert (it is then an orphan). */
   onOrphan?: (key: string, error: unknown) => void;
+}
+
+/** A delete also enqueues the removal of the attachment's object. */
+export interface AttachmentDeleteDeps extends AttachmentDeps {
+  jobs: Jobs;
 }
 
 /** Interface 2.13. */
@@ -142,4 +150,59 @@ export async function listAttachments(
   });
   const total = await repo.countAttachments(deps.db, invoice.organizationUid, invoice.uid);
   return { items: await Promise.all(rows.map((row) => toView(deps, row))), total };
+}
+
+export type DeletedAttachmentView = Omit<AttachmentView, 'presigned_url'>;
+
+function deletedView(row: repo.AttachmentRow): DeletedAttachmentView {
+  return {
+    uid: row.uid,
+    filename: row.filename,
+    content_type: row.contentType,
+    file_size: Number(row.fileSize),
+    uploaded_by: row.uploadedBy,
+    created_on: row.createdOn.toISOString(),
+    description: row.description,
+    is_public: row.isPublic,
+    invoice_uid: row.invoiceUid,
+  };
+}
+
+/**
+ * `DELETE /api/invoices/{uid}/attachments/{attachment_uid}`. The invoice follows the one visibility
+ * rule (404 otherwise, like another organization's). Admins delete any attachment; a member only one
+ * they uploaded (403). The row goes (nothing points at it) with its audit event and the removal of its
+ * object, enqueued in the same transaction and done by a job once it commits.
+ */
+export async function deleteAttachment(
+  deps: AttachmentDeleteDeps,
+  ctx: RequestContext,
+  invoiceUid: string,
+  attachmentUid: string,
+): Promise<DeletedAttachmentView> {
+  const invoice = await invoiceOf(deps, ctx, invoiceUid);
+  const organizationUid = invoice.organizationUid;
+  const found = await repo.findAttachment(deps.db, organizationUid, invoice.uid, attachmentUid);
+  if (!found) throw notFound('Attachment');
+  const within = inOrganization(ctx, organizationUid);
+  if (within.role !== 'admin' && found.uploadedBy !== ctx.principal.user.id) {
+    throw new AppError(
+      'forbidden',
+      'Only an admin, or the member who uploaded it, may delete this attachment',
+    );
+  }
+  return deps.db.transaction(async (tx) => {
+    const row = await repo.deleteAttachment(tx, organizationUid, invoice.uid, attachmentUid);
+    if (!row) throw notFound('Attachment');
+    const view = deletedView(row);
+    await recordAuditEvent(tx, within, {
+      organizationUid,
+      action: 'attachment.deleted',
+      entityUid: row.uid,
+      parent: { type: 'invoice', uid: invoice.uid },
+      changes: changesBetween(view, null, { omit: ['invoice_uid'] }),
+    });
+    await scheduleObjectDelete(tx, deps.jobs, { organizationUid, key: row.storageKey });
+    return view;
+  });
 }

@@ -55,7 +55,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['already_exists', 'approval_limit_exceeded'] },
+      config: { ...write, errors: ['already_exists', 'approval_limit_exceeded', 'party_archived'] },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(
@@ -108,6 +108,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
           'already_exists',
           'invalid_transition',
           'sync_in_progress',
+          'party_archived',
           'bad_gateway',
           'gateway_timeout',
         ],

@@ -305,11 +305,17 @@ async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.I
   });
 }
 
+/**
+ * The parties an invoice is given, checked (422 for one that does not exist, 409 `party_archived` for an
+ * archived one) and copied for sorting and search. `current` are the invoice's parties before an update:
+ * a party it already names stays allowed after being archived (invoices keep their archived parties).
+ */
 async function partyCopies(
   tx: DbOrTx,
   organizationUid: string,
   client?: string | null,
   provider?: string | null,
+  current: { client: string | null; provider: string | null } = { client: null, provider: null },
 ) {
   const wanted = [client, provider].filter((u): u is string => !!u);
   const found = new Map(
@@ -322,6 +328,19 @@ async function partyCopies(
     errors.push({ field: 'service_provider_party_uid', message: 'no such party in this organization' });
   }
   if (errors.length > 0) throw invalid(errors);
+  const archived = (
+    [
+      ['client_party_uid', client, current.client],
+      ['service_provider_party_uid', provider, current.provider],
+    ] as const
+  ).find(([, uid, before]) => uid && uid !== before && found.get(uid)!.archivedAt !== null);
+  if (archived) {
+    const [field, uid] = archived;
+    throw new AppError(
+      'party_archived',
+      `Party "${found.get(uid!)!.name}" is archived (${field}); unarchive it to use it on an invoice`,
+    );
+  }
   const out: Partial<repo.InvoiceInsert> = {};
   if (client !== undefined) {
     out.clientPartyUid = client;
@@ -333,6 +352,27 @@ async function partyCopies(
     out.vendorNit = provider ? (found.get(provider)!.taxId ?? '') : '';
   }
   return out;
+}
+
+/**
+ * `target_party_uid` need not name a party (the interface leaves it open, and it is stored as given),
+ * but when it names an archived party of the organization, an invoice may not be moved to it: 409
+ * `party_archived`, as for the client and the service provider. The invoice's current one stays allowed.
+ */
+async function refuseArchivedTarget(
+  tx: DbOrTx,
+  organizationUid: string,
+  target: string | null | undefined,
+  current: string | null,
+) {
+  if (!target || target === current) return;
+  const [found] = await findPartiesByUids(tx, organizationUid, [target]);
+  if (found && found.party.archivedAt !== null) {
+    throw new AppError(
+      'party_archived',
+      `Party "${found.party.name}" is archived (target_party_uid); unarchive it to use it on an invoice`,
+    );
+  }
 }
 
 async function userIds(tx: DbOrTx, organizationUid: string, uids: string[], field: string) {
@@ -372,6 +412,7 @@ export async function createInvoice(
         body.client_party_uid ?? null,
         body.service_provider_party_uid ?? null,
       );
+      await refuseArchivedTarget(tx, org, body.target_party_uid, null);
       const assignees = body.assignee_user_uids ?? [];
       await userIds(tx, org, assignees, 'assignee_user_uids');
       const responsible = body.responsible_user_uid
@@ -514,6 +555,7 @@ async function applyUpdate(
   set('dueDate', toInstant(body.due_date));
   set('paidDate', toInstant(body.paid_date));
   set('receivedDate', toInstant(body.received_date));
+  await refuseArchivedTarget(tx, org, body.target_party_uid, row.targetPartyUid);
   set('targetPartyUid', body.target_party_uid);
   set('documentUid', body.document_uid);
   set('invoiceBlueprintUid', body.invoice_blueprint_uid);
@@ -542,7 +584,13 @@ async function applyUpdate(
       { nullRemoves: true },
     );
   }
-  Object.assign(values, await partyCopies(tx, org, body.client_party_uid, body.service_provider_party_uid));
+  Object.assign(
+    values,
+    await partyCopies(tx, org, body.client_party_uid, body.service_provider_party_uid, {
+      client: row.clientPartyUid,
+      provider: row.serviceProviderPartyUid,
+    }),
+  );
   if (body.responsible_user_uid !== undefined) {
     values.responsible = body.responsible_user_uid
       ? (await userIds(tx, org, [body.responsible_user_uid], 'responsible_user_uid')).get(

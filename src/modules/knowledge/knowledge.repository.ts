@@ -157,3 +157,17 @@ export async function deletePresign(tx: DbOrTx, organizationUid: string, uid: st
     .returning({ uid: knowledgeDocuments.uid });
   return rows.length === 1;
 }
+
+/**
+ * Deletes a document in any status, returning what it was (undefined when it is gone already). Nothing
+ * else points at a knowledge document (search reads this table, the audit log and webhook events keep
+ * its uid as text), so the delete is a real one (docs/knowledge.md#deleting-a-document).
+ */
+export async function deleteKnowledgeDocument(
+  tx: DbOrTx,
+  organizationUid: string,
+  uid: string,
+): Promise<KnowledgeDocumentRow | undefined> {
+  const [row] = await tx.delete(knowledgeDocuments).where(one(organizationUid, uid)).returning();
+  return row;
+}

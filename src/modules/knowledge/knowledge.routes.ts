@@ -126,4 +126,28 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         'Knowledge document',
       ),
   );
+
+  app.delete(
+    '/api/knowledge/:uid',
+    {
+      schema: {
+        operationId: 'deleteKnowledgeDocument',
+        tags,
+        summary: 'Delete a knowledge document and its stored file (admins, or the member who uploaded it)',
+        description:
+          'Answers 200 with the document as it was. It is gone at once from `GET /api/knowledge`, ' +
+          '`GET /api/knowledge/{uid}` (404) and search; its object in storage is removed by a job right ' +
+          'after (retried until storage answers). A member may delete only what they uploaded (403). ' +
+          'See docs/knowledge.md#deleting-a-document.',
+        params: KnowledgeUidParams,
+        response: { 200: Envelope(Type.Ref('KnowledgeDocument')), ...errorResponses },
+      },
+      config: { scope: 'knowledge:write', errors: ['not_found', 'forbidden'] },
+    },
+    async (request) =>
+      envelope(
+        await service.deleteKnowledgeDocument(knowledgeDeps, request.tenant(), request.params.uid),
+        'Knowledge document deleted',
+      ),
+  );
 }

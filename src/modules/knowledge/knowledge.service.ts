@@ -1,11 +1,13 @@
 import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
-import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { notFound, validationFailed } from '../../platform/http/errors.ts';
+import { inOrganization, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { normalizeContentType } from '../../platform/storage/multipart-upload.ts';
+import { scheduleObjectDelete } from '../../platform/storage/object-deletes.ts';
 import { sanitizeFilename, type ObjectStorage, type PresignedPost } from '../../platform/storage/storage.ts';
+import { changesBetween, recordAuditEvent } from '../audit/audit.service.ts';
 import { KNOWLEDGE_PROCESS_QUEUE, readHead, type ProcessJobData } from './knowledge-processing.ts';
 import * as repo from './knowledge.repository.ts';
 import { toKnowledgeView, type KnowledgeDocumentView } from './knowledge-view.ts';
@@ -195,4 +197,56 @@ export async function listKnowledgeDocuments(
     offset: offsetOf(page),
   });
   return { items: rows.map(toKnowledgeView), total };
+}
+
+/**
+ * A presign's form stays valid until its expiry: an upload made with it after the delete would store
+ * the object again, so a second removal runs this long after the form expired.
+ */
+const LATE_UPLOAD_GRACE_MS = 60_000;
+
+/**
+ * `DELETE /api/knowledge/{uid}`: the document goes (a real delete: nothing points at it), with its
+ * audit event and the removal of its object, enqueued in the same transaction and done by a job after
+ * the commit (platform/storage/object-deletes.ts). Admins delete any document of their organization;
+ * a member only what they uploaded (403 otherwise). A processing job that is still running finds no
+ * row when it finishes and changes nothing.
+ */
+export async function deleteKnowledgeDocument(
+  deps: KnowledgeDeps,
+  ctx: RequestContext,
+  uid: string,
+): Promise<KnowledgeDocumentView> {
+  const found = await repo.findKnowledgeDocument(deps.db, memberOrganizationUids(ctx), uid);
+  if (!found) throw notFound('Knowledge document');
+  const organizationUid = found.organizationUid;
+  const within = inOrganization(ctx, organizationUid);
+  if (within.role !== 'admin' && found.createdByUid !== ctx.principal.user.uid) {
+    throw new AppError(
+      'forbidden',
+      'Only an admin, or the member who uploaded it, may delete this knowledge document',
+    );
+  }
+  const deleted = await deps.db.transaction(async (tx) => {
+    const row = await repo.deleteKnowledgeDocument(tx, organizationUid, uid);
+    if (!row) throw notFound('Knowledge document');
+    const view = toKnowledgeView(row);
+    await recordAuditEvent(tx, within, {
+      organizationUid,
+      action: 'knowledge_document.deleted',
+      entityUid: uid,
+      changes: changesBetween(view, null),
+    });
+    await scheduleObjectDelete(tx, deps.jobs, { organizationUid, key: row.s3ObjectName });
+    const formValidUntil = row.status === 'presigned' ? row.presignExpiresAt : null;
+    if (formValidUntil && formValidUntil.getTime() > Date.now()) {
+      await scheduleObjectDelete(tx, deps.jobs, {
+        organizationUid,
+        key: row.s3ObjectName,
+        startAfter: new Date(formValidUntil.getTime() + LATE_UPLOAD_GRACE_MS),
+      });
+    }
+    return view;
+  });
+  return deleted;
 }

@@ -1,4 +1,4 @@
-import { and, count, desc, eq, ilike, inArray, or, sql, type SQL } from 'drizzle-orm';
+import { and, count, desc, eq, ilike, inArray, isNotNull, isNull, or, sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { containsPattern } from '../../platform/db/text-search.ts';
 import { invoices } from '../invoices/invoices.tables.ts';
@@ -102,13 +102,49 @@ export async function refreshInvoicePartyNames(
     );
 }
 
+/** Which parties a list shows: active ones (the default), archived ones, or both. */
+export type PartyArchiveFilter = 'active' | 'archived' | 'all';
+
+/**
+ * Archives (`archive` true) or unarchives the party, only if it is not so already: of two concurrent
+ * calls one changes it and the other finds nothing to do. Returns whether it changed.
+ */
+export async function setPartyArchived(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  archive: boolean,
+): Promise<boolean> {
+  const rows = await db
+    .update(parties)
+    .set({ archivedAt: archive ? sql`now()` : null, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(parties.organizationUid, organizationUid),
+        eq(parties.uid, uid),
+        archive ? isNull(parties.archivedAt) : isNotNull(parties.archivedAt),
+      ),
+    )
+    .returning({ uid: parties.uid });
+  return rows.length === 1;
+}
+
 export async function listParties(
   db: DbOrTx,
   organizationUid: string,
-  options: { q?: string | undefined; role?: 'client' | 'vendor' | undefined; limit: number; offset: number },
+  options: {
+    q?: string | undefined;
+    role?: 'client' | 'vendor' | undefined;
+    archived: PartyArchiveFilter;
+    limit: number;
+    offset: number;
+  },
 ): Promise<{ rows: PartyWithContact[]; total: number }> {
   const conditions: (SQL | undefined)[] = [eq(parties.organizationUid, organizationUid)];
   if (options.role) conditions.push(eq(parties.role, options.role));
+  // Active only (the default) reads parties_org_active_updated_idx, a partial index of exactly those.
+  if (options.archived === 'active') conditions.push(isNull(parties.archivedAt));
+  if (options.archived === 'archived') conditions.push(isNotNull(parties.archivedAt));
   if (options.q) {
     const pattern = containsPattern(options.q);
     conditions.push(

@@ -81,6 +81,9 @@ export async function partyRoutes(app: App, deps: AppDeps) {
         operationId: 'listParties',
         tags,
         summary: 'List parties, newest change first; q matches name, address or tax id',
+        description:
+          'Active parties only by default: `include_archived=true` adds the archived ones, `archived=true` ' +
+          'lists only those (docs/invoices.md#archiving-a-party).',
         querystring: ListPartiesQuery,
         response: { 200: PartyListEnvelope, ...errorResponses },
       },
@@ -92,10 +95,43 @@ export async function partyRoutes(app: App, deps: AppDeps) {
       const { items, total } = await service.listParties(
         db,
         ctx,
-        { q: request.query.q, role: request.query.role },
+        {
+          q: request.query.q,
+          role: request.query.role,
+          archived: request.query.archived,
+          includeArchived: request.query.include_archived,
+        },
         page,
       );
       return envelope({ items, _meta: pageMeta(page, total) }, 'Parties');
     },
   );
+
+  for (const archive of [true, false]) {
+    app.post(
+      archive ? '/api/parties/:uid/archive' : '/api/parties/:uid/unarchive',
+      {
+        schema: {
+          operationId: archive ? 'archiveParty' : 'unarchiveParty',
+          tags,
+          summary: archive
+            ? 'Archive a party: out of the default list and off new invoices; its invoices keep it'
+            : 'Unarchive a party: back in the list and usable on invoices',
+          description: archive
+            ? 'Answers 200 with the party, `archived_at` set. Archiving an archived party changes nothing ' +
+              '(the first `archived_at` stays). Parties are archived, never deleted: invoices point at them. ' +
+              'See docs/invoices.md#archiving-a-party.'
+            : 'Answers 200 with the party, `archived_at` null. Unarchiving an active party changes nothing.',
+          params: UidParams,
+          response: { 200: PartyEnvelope, ...errorResponses },
+        },
+        config: { scope: 'invoices:write', errors: ['not_found'] },
+      },
+      async (request) =>
+        envelope(
+          await service.setPartyArchived(db, deps.jobs, request.tenant(), request.params.uid, archive),
+          archive ? 'Party archived' : 'Party unarchived',
+        ),
+    );
+  }
 }

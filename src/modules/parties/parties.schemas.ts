@@ -22,6 +22,9 @@ export const Party = Type.Object(
     address: Type.String(),
     tax_id: Nullable(Type.String()),
     billing_contact: Nullable(Type.Ref('BillingContact')),
+    archived_at: Type.Union([DateTime, Type.Null()], {
+      description: 'When the party was archived (POST /api/parties/{uid}/archive); null while it is active',
+    }),
     created_at: DateTime,
     updated_at: DateTime,
   },
@@ -59,6 +62,18 @@ export const ListPartiesQuery = Type.Object({
   organization_uid: Type.Optional(Uuid),
   q: Type.Optional(Type.String({ maxLength: 200 })),
   role: Type.Optional(Type.Union([Type.Literal('client'), Type.Literal('vendor')])),
+  archived: Type.Optional(
+    Type.Boolean({
+      description: 'true: archived parties only; false: active ones only (omitted: see include_archived)',
+    }),
+  ),
+  include_archived: Type.Optional(
+    Type.Boolean({
+      default: false,
+      description:
+        'With `archived` omitted: true lists active and archived parties, false (default) active only',
+    }),
+  ),
   ...pageQuery(25),
 });
 

@@ -1,7 +1,7 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
-import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { inOrganization, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import * as repo from './parties.repository.ts';
@@ -27,6 +27,7 @@ export function toPartyView({ party, contact }: repo.PartyWithContact) {
           phone: contact.phone,
         }
       : null,
+    archived_at: party.archivedAt,
     created_at: party.createdAt,
     updated_at: party.updatedAt,
   };
@@ -127,17 +128,73 @@ export async function patchParty(
   });
 }
 
-export async function listParties(
-  db: Db,
-  ctx: RequestContext,
-  filters: { q?: string | undefined; role?: 'client' | 'vendor' | undefined },
-  page: PageRequest,
-) {
+export interface PartyListFilters {
+  q?: string | undefined;
+  role?: 'client' | 'vendor' | undefined;
+  /** true: archived only; false: active only; omitted: active only unless `includeArchived`. */
+  archived?: boolean | undefined;
+  includeArchived?: boolean | undefined;
+}
+
+export async function listParties(db: Db, ctx: RequestContext, filters: PartyListFilters, page: PageRequest) {
   const q = filters.q?.trim() || undefined;
+  const archived: repo.PartyArchiveFilter =
+    filters.archived === true
+      ? 'archived'
+      : filters.archived === false || !filters.includeArchived
+        ? 'active'
+        : 'all';
   const { rows, total } = await withTextSearchIndexes(q !== undefined, () =>
-    repo.listParties(db, ctx.organizationUid, { ...filters, q, limit: page.perPage, offset: offsetOf(page) }),
+    repo.listParties(db, ctx.organizationUid, {
+      q,
+      role: filters.role,
+      archived,
+      limit: page.perPage,
+      offset: offsetOf(page),
+    }),
   );
   return { items: rows.map(toPartyView), total };
+}
+
+/**
+ * `POST /api/parties/{uid}/archive` and `…/unarchive`. Archiving is the delete of a party: invoices
+ * point at it, so it stays, out of the default list and unusable on a new invoice, and can come back.
+ * Archiving an archived party (or unarchiving an active one) answers the party as it is and records
+ * nothing. A change is audited (`party.archived`, `party.unarchived`) and reported as `party.updated`
+ * with `changed_fields: ["archived_at"]`, like any other change to what GET shows.
+ */
+export async function setPartyArchived(
+  db: Db,
+  jobs: Jobs,
+  ctx: RequestContext,
+  uid: string,
+  archive: boolean,
+): Promise<PartyView> {
+  return db.transaction(async (tx) => {
+    const found = await repo.findParty(tx, memberOrganizationUids(ctx), uid);
+    if (!found) throw notFound('Party');
+    const org = found.party.organizationUid;
+    if (!(await repo.setPartyArchived(tx, org, uid, archive))) {
+      return toPartyView((await repo.findParty(tx, [org], uid))!);
+    }
+    const view = toPartyView((await repo.findParty(tx, [org], uid))!);
+    const within = inOrganization(ctx, org);
+    await recordAuditEvent(tx, within, {
+      organizationUid: org,
+      action: archive ? 'party.archived' : 'party.unarchived',
+      entityUid: uid,
+      changes: changesBetween({ archived_at: found.party.archivedAt }, { archived_at: view.archived_at }),
+    });
+    await emitEvent(
+      tx,
+      jobs,
+      within,
+      'party.updated',
+      { type: 'party', uid },
+      { party: view, changed_fields: ['archived_at'] },
+    );
+    return view;
+  });
 }
 
 export type { PartyWithContact } from './parties.repository.ts';

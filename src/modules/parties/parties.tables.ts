@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, pgTable, text, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
+import { index, pgTable, text, timestamp, uniqueIndex, uuid } from 'drizzle-orm/pg-core';
 import { organizations, timestamps } from '../tenancy/tenancy.tables.ts';
 
 export const parties = pgTable(
@@ -15,11 +15,16 @@ export const parties = pgTable(
     role: text('role', { enum: ['client', 'vendor'] }).notNull(),
     address: text('address').notNull().default(''),
     taxId: text('tax_id'),
+    /** Set while the party is archived (docs/invoices.md#archiving-a-party); its invoices keep it. */
+    archivedAt: timestamp('archived_at', { withTimezone: true }),
     ...timestamps,
   },
   (t) => [
     index('parties_org_role_updated_idx').on(t.organizationUid, t.role, t.updatedAt.desc(), t.uid.desc()),
     index('parties_org_updated_idx').on(t.organizationUid, t.updatedAt.desc(), t.uid.desc()),
+    index('parties_org_active_updated_idx')
+      .on(t.organizationUid, t.updatedAt.desc(), t.uid.desc())
+      .where(sql`archived_at IS NULL`),
     index('parties_name_trgm_idx').using('gin', sql`${t.name} gin_trgm_ops`),
     index('parties_address_trgm_idx').using('gin', sql`${t.address} gin_trgm_ops`),
   ],

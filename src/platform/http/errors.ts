@@ -36,6 +36,7 @@ export const ERROR_CODES = {
   idempotency_key_in_use: 409,
   sync_in_progress: 409,
   invalid_transition: 409,
+  party_archived: 409,
   token_used: 409,
   token_expired: 410,
   payload_too_large: 413,

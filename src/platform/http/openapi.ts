@@ -480,6 +480,7 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   sync_in_progress: 'another update of this invoice is with the billing partner; retry in a moment',
   invalid_transition:
     'the invoice’s lifecycle does not allow this status next; message and `details` name the allowed ones',
+  party_archived: 'the party named is archived: unarchive it to put it on an invoice',
   token_used: 'the emailed link was already used',
   token_expired: 'the emailed link (or the invitation) has expired',
   payload_too_large: 'the body (or an uploaded file) is over this operation’s limit',

@@ -17,6 +17,8 @@ export interface EnqueueOptions {
   singletonKey?: string;
   retryLimit?: number;
   retryDelaySeconds?: number;
+  /** pg-boss's exponential backoff between retries (with jitter), from a 1-second base. */
+  retryBackoff?: boolean;
 }
 
 export interface QueueOptions {
