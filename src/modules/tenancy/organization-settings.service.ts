@@ -11,6 +11,9 @@ export interface OrganizationSettings {
   require_admin_mfa: boolean;
   slack_channel_id: string | null;
   slack_configured: boolean;
+  address: string;
+  tax_id: string | null;
+  payment_instructions: string;
   updated_at: string;
 }
 
@@ -18,6 +21,9 @@ export interface OrganizationSettingsChanges {
   segregation_of_duties?: boolean;
   require_admin_mfa?: boolean;
   slack_channel_id?: string | null;
+  address?: string;
+  tax_id?: string | null;
+  payment_instructions?: string;
 }
 
 function view(
@@ -26,6 +32,9 @@ function view(
     segregationOfDuties: boolean;
     requireAdminMfa: boolean;
     slackChannelId: string | null;
+    address: string;
+    taxId: string | null;
+    paymentInstructions: string;
     updatedAt: Date;
   },
   chat: ChatClient,
@@ -37,6 +46,9 @@ function view(
     slack_channel_id: row.slackChannelId,
     // The deployment's, not the organization's: whether anything is posted at all (SLACK_BOT_TOKEN).
     slack_configured: chat.kind === 'slack',
+    address: row.address,
+    tax_id: row.taxId,
+    payment_instructions: row.paymentInstructions,
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -49,6 +61,25 @@ export async function segregationOfDuties(db: DbOrTx, organizationUid: string): 
 /** The organization's default chat channel: where agents without a channel of their own post. */
 export async function organizationSlackChannel(db: DbOrTx, organizationUid: string): Promise<string | null> {
   return (await repo.findOrganization(db, organizationUid))?.slackChannelId ?? null;
+}
+
+/** What an invoice's PDF and hosted page show of the organization that issued it. */
+export interface IssuerDetails {
+  name: string;
+  address: string;
+  taxId: string | null;
+  paymentInstructions: string;
+}
+
+export async function issuerDetails(db: DbOrTx, organizationUid: string): Promise<IssuerDetails> {
+  const row = await repo.findOrganization(db, organizationUid);
+  if (!row) throw notFound('Organization');
+  return {
+    name: row.name,
+    address: row.address,
+    taxId: row.taxId,
+    paymentInstructions: row.paymentInstructions,
+  };
 }
 
 export async function getOrganizationSettings(
@@ -86,6 +117,11 @@ export async function updateOrganizationSettings(
         : {}),
       ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
       ...(channel !== undefined ? { slackChannelId: channel } : {}),
+      ...(body.address !== undefined ? { address: body.address.trim() } : {}),
+      ...(body.tax_id !== undefined ? { taxId: body.tax_id?.trim() || null } : {}),
+      ...(body.payment_instructions !== undefined
+        ? { paymentInstructions: body.payment_instructions.trim() }
+        : {}),
     });
     if (!before || !row) throw notFound('Organization');
     // The organization's controls (segregation of duties, second factor for admins) and where its
@@ -94,6 +130,9 @@ export async function updateOrganizationSettings(
       segregationOfDuties: r.segregationOfDuties,
       requireAdminMfa: r.requireAdminMfa,
       slackChannelId: r.slackChannelId,
+      address: r.address,
+      taxId: r.taxId,
+      paymentInstructions: r.paymentInstructions,
     });
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,

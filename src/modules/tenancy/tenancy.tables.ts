@@ -27,6 +27,10 @@ export const organizations = pgTable('organizations', {
   requireAdminMfa: boolean('require_admin_mfa').notNull().default(false),
   /** Where agents without a channel of their own post their notifications (docs/agents.md). */
   slackChannelId: text('slack_channel_id'),
+  /** What the PDF of a receivable shows of its issuer (docs/invoices.md#invoice-documents). */
+  address: text('address').notNull().default(''),
+  taxId: text('tax_id'),
+  paymentInstructions: text('payment_instructions').notNull().default(''),
   ...timestamps,
 });
 
