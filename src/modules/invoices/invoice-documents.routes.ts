@@ -31,16 +31,13 @@ const HostedLink = Type.Object(
   },
   { $id: 'HostedInvoiceLink' },
 );
-const HostedLinkBody = Type.Object(
-  {
-    rotate: Type.Optional(
-      Type.Boolean({
-        description: 'Revoke the live link and make a new one (the old address stops working at once)',
-      }),
-    ),
-  },
-  { additionalProperties: false },
-);
+const HostedLinkQuery = Type.Object({
+  rotate: Type.Optional(
+    Type.Boolean({
+      description: 'true: revoke the live link and make a new one (the old address stops working at once)',
+    }),
+  ),
+});
 const RevokedBody = Type.Object({
   revoked: Type.Boolean({ description: 'Whether there was a live link to revoke' }),
 });
@@ -122,7 +119,7 @@ export async function invoiceDocumentRoutes(app: App, deps: AppDeps) {
         description:
           'The page at `url` shows the invoice (status, amounts, due date, lines) and its PDF to whoever has the address, without a key, until the link is revoked. One live link per invoice: calling again returns it; `rotate: true` revokes it and makes a new one.',
         params: InvoiceParams,
-        body: Type.Optional(HostedLinkBody),
+        querystring: HostedLinkQuery,
         response: {
           200: Envelope(Type.Ref('HostedInvoiceLink')),
           201: Envelope(Type.Ref('HostedInvoiceLink')),
@@ -133,7 +130,7 @@ export async function invoiceDocumentRoutes(app: App, deps: AppDeps) {
     },
     async (request, reply) => {
       const { link, created } = await service.issueHostedLink(docDeps, request.tenant(), request.params.uid, {
-        rotate: request.body?.rotate,
+        rotate: request.query.rotate,
       });
       reply.header('Cache-Control', 'no-store');
       if (created) return reply.code(201).send(envelope(link, 'Hosted invoice link created', 201));
