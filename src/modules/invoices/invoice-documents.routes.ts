@@ -201,6 +201,8 @@ export async function invoiceDocumentRoutes(app: App, deps: AppDeps) {
     {
       ...strictPolicy,
       schema: {
+        // Pages for people, not API operations: left out of the OpenAPI document as the console's are.
+        hide: true,
         operationId: 'viewHostedInvoice',
         tags,
         summary: 'The hosted invoice page (HTML; no key: the link is the credential)',
@@ -235,6 +237,7 @@ export async function invoiceDocumentRoutes(app: App, deps: AppDeps) {
     {
       ...strictPolicy,
       schema: {
+        hide: true,
         operationId: 'downloadHostedInvoicePdf',
         tags,
         summary: "The hosted invoice's PDF (no key: the link is the credential)",
