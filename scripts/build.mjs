@@ -53,6 +53,8 @@ export async function bundle(outdir = path.join(root, 'dist')) {
       // text-extraction.ts starts its thread pool on `./extraction-worker.js` beside itself: every
       // chunk is in dist/ itself, so the worker must be there too.
       'extraction-worker': 'src/modules/knowledge/extraction-worker.ts',
+      // The same for invoice-pdf-rendering.ts's thread pool.
+      'invoice-pdf-worker': 'src/modules/invoices/invoice-pdf-worker.ts',
       // For this script: the migrations' fingerprint the template is written with (the same code that
       // checks it at run time).
       'pglite-template': 'src/platform/db/pglite-template.ts',

@@ -7,6 +7,7 @@
 import crypto from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateSecretKey, parseSecretKey, SecretBox } from '../../src/platform/secrets/secret-box.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -371,6 +372,21 @@ describe('hosted invoice page', () => {
     expect(fresh.status).toBe(201);
     expect(fresh.body.data.url).not.toBe(url);
     expect((await get(new URL(fresh.body.data.url).pathname)).status).toBe(200);
+  });
+
+  it('a live link sealed under a key no longer configured is replaced, not shown', async () => {
+    const inv = await receivable();
+    const { url } = (await hostedLink(inv.uid)).body.data;
+    const elsewhere = new SecretBox([parseSecretKey(generateSecretKey(), 'another key')]);
+    await t.db.execute(
+      sql`update hosted_invoice_links set token_sealed = ${elsewhere.seal(tokenOf(url), 'hosted invoice link')}
+          where invoice_uid = ${inv.uid} and revoked_at is null`,
+    );
+    const replaced = await hostedLink(inv.uid);
+    expect(replaced.status, replaced.raw).toBe(201);
+    expect(replaced.body.data.url).not.toBe(url);
+    expect((await get(new URL(url).pathname)).status).toBe(404);
+    expect((await get(new URL(replaced.body.data.url).pathname)).status).toBe(200);
   });
 
   it('rotate revokes the live link and makes a new one', async () => {

@@ -3,7 +3,7 @@ import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import { asService, runWithRole } from '../../platform/db/session-role.ts';
 import { can, type CallOrigin, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
-import type { SecretBox } from '../../platform/secrets/secret-box.ts';
+import { SecretKeyError, type SecretBox } from '../../platform/secrets/secret-box.ts';
 import type { ObjectStorage } from '../../platform/storage/storage.ts';
 import { recordAuditEvent } from '../audit/audit.service.ts';
 import { findPartiesByUids, toPartyView } from '../parties/parties.service.ts';
@@ -11,7 +11,8 @@ import { addressBucket, assertNotThrottled, recordFailure } from '../people/sign
 import { hashSecretToken, newSecretToken } from '../people/secret-tokens.ts';
 import { issuerDetails } from '../tenancy/organization-settings.service.ts';
 import * as docs from './invoice-documents.repository.ts';
-import { contentHash, renderInvoicePdf, type InvoiceDocument } from './invoice-pdf.ts';
+import { contentHash, type InvoiceDocument } from './invoice-pdf.ts';
+import { renderInvoicePdfInThread } from './invoice-pdf-rendering.ts';
 import { invoiceReader, visibleInvoices } from './invoice-access.ts';
 import * as repo from './invoices.repository.ts';
 
@@ -155,7 +156,7 @@ async function pdfOf(
     // The client holds this version already (rendered here before, then replaced and back again).
     return { contentHash: hash, size: 0, body: null, filename };
   }
-  const bytes = await renderInvoicePdf(document);
+  const bytes = await renderInvoicePdfInThread(document);
   const key = storageKeyOf(row.organizationUid, row.uid, hash);
   await deps.storage.putObject(key, bytes, { contentType: 'application/pdf', contentLength: bytes.length });
   const replaced = await deps.db.transaction((tx) =>
@@ -204,6 +205,15 @@ function linkView(deps: InvoiceDocumentDeps, link: docs.HostedLinkRow): HostedLi
   };
 }
 
+function shownAgain(deps: InvoiceDocumentDeps, link: docs.HostedLinkRow): HostedLinkView | undefined {
+  try {
+    return linkView(deps, link);
+  } catch (error) {
+    if (error instanceof SecretKeyError) return undefined;
+    throw error;
+  }
+}
+
 const linkParent = (invoiceUid: string) => ({ type: 'invoice' as const, uid: invoiceUid });
 
 /**
@@ -225,7 +235,14 @@ export async function issueHostedLink(
       if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
     } else {
       const live = await docs.findLiveLink(tx, org, row.uid);
-      if (live) return { link: linkView(deps, live), created: false };
+      const shown = live && shownAgain(deps, live);
+      if (shown) return { link: shown, created: false };
+      // A live link whose seal no configured key opens (its key was dropped after a rotation) cannot
+      // be shown again: it is revoked and replaced, and its address stops working.
+      if (live) {
+        const revoked = await docs.revokeLiveLink(tx, org, row.uid, ctx.principal.user.uid);
+        if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
+      }
     }
     const { token, tokenHash } = newSecretToken();
     const inserted = await docs.insertLink(tx, {
@@ -294,7 +311,8 @@ export async function hostedUrlForEmail(
   });
   if (!row) return { problem: 'A payable invoice has no hosted page' };
   const live = await docs.findLiveLink(deps.db, row.organizationUid, row.uid);
-  if (live) return { value: linkView(deps, live).url };
+  const shown = live && shownAgain(deps, live);
+  if (shown) return { value: shown.url };
   if (!can(ctx, 'invoices:write')) {
     return { problem: 'The invoice has no hosted link, and making one needs the invoices:write permission' };
   }

@@ -8,9 +8,8 @@ import { formatLongDate, formatMoney } from '../email/email-tokens.ts';
  * which every reader has, so no font file ships with Remit; they cover Western European text
  * (WinAnsi), and a character outside it prints as a substitute.
  *
- * Rendering is synchronous CPU work of ≈ 0.05 ms a line (500 lines ≈ 25 ms here), done on the request's
- * thread; it happens once per content version (invoice-documents.service.ts caches the bytes), and
- * an invoice's lines are bounded by what the API accepts.
+ * Rendering is synchronous CPU work (≈ 0.25 ms a line): the service runs it in a worker thread
+ * (invoice-pdf-rendering.ts), once per content version (invoice-documents.service.ts keeps the bytes).
  */
 
 export interface InvoiceDocumentLine {
