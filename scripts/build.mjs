@@ -15,7 +15,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
  * Loaded from node_modules at run time, not bundled:
  * - `pg`: OpenTelemetry's instrumentation patches it as it is loaded (tracing-preload.ts);
  * - packages that read files of their own beside their code (PGlite's WebAssembly, Swagger UI's pages,
- *   piscina's and pino's worker files) or are native (argon2);
+ *   piscina's and pino's worker files, pdfkit's font metrics) or are native (argon2);
  * - what is imported only on first use (the AWS SDK, the LLM client, nodemailer, the document
  *   extractors, OpenTelemetry, prom-client): bundling them would only make the build and dist/ bigger.
  */
@@ -34,6 +34,7 @@ export const EXTERNAL = [
   'nodemailer',
   'nodemailer/*',
   'unpdf',
+  'pdfkit',
   'mammoth',
   'read-excel-file',
   'read-excel-file/*',
@@ -52,6 +53,8 @@ export async function bundle(outdir = path.join(root, 'dist')) {
       // text-extraction.ts starts its thread pool on `./extraction-worker.js` beside itself: every
       // chunk is in dist/ itself, so the worker must be there too.
       'extraction-worker': 'src/modules/knowledge/extraction-worker.ts',
+      // The same for invoice-pdf-rendering.ts's thread pool.
+      'invoice-pdf-worker': 'src/modules/invoices/invoice-pdf-worker.ts',
       // For this script: the migrations' fingerprint the template is written with (the same code that
       // checks it at run time).
       'pglite-template': 'src/platform/db/pglite-template.ts',

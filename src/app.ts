@@ -44,6 +44,10 @@ import { partyRoutes } from './modules/parties/parties.routes.ts';
 import { productRoutes } from './modules/products/products.routes.ts';
 import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { invoiceListRoutes } from './modules/invoices/invoice-lists.routes.ts';
+import {
+  configureInvoiceDocumentJobs,
+  invoiceDocumentRoutes,
+} from './modules/invoices/invoice-documents.routes.ts';
 import { billingRoutes } from './modules/billing/billing.routes.ts';
 import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
 import { emailAccountRoutes } from './modules/email/email-accounts.routes.ts';
@@ -99,6 +103,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'parties', routes: [partyRoutes] },
   { name: 'products', routes: [productRoutes] },
   { name: 'invoices', routes: [invoiceRoutes, invoiceListRoutes] },
+  { name: 'invoice-documents', routes: [invoiceDocumentRoutes], jobs: configureInvoiceDocumentJobs },
   { name: 'billing', routes: [billingRoutes], jobs: registerBillingJobs },
   { name: 'attachments', routes: [attachmentRoutes] },
   {

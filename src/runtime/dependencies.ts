@@ -19,6 +19,7 @@ import { openMigratedDatabase, type OpenedDatabase } from '../platform/runtime.t
 import { loadKeyring } from '../platform/secrets/keyring.ts';
 import { createObjectStorage } from '../platform/storage/create-storage.ts';
 import { closeTextExtraction, configureTextExtraction } from '../modules/knowledge/text-extraction.ts';
+import { closeInvoicePdfRendering } from '../modules/invoices/invoice-pdf-rendering.ts';
 
 /** What every long-running process builds the same way: the server and `remit worker`. */
 export type ProcessDeps = Omit<AppDeps, 'rateLimiter'> & { diskSpace: DiskSpaceGuard };
@@ -164,6 +165,7 @@ export async function startProcessRuntime(
         await adminSocket?.close();
         await objectStorage.close();
         await closeTextExtraction();
+        await closeInvoicePdfRendering();
         await opened.close(); // closes the database and releases the data directory
         await metricsServer?.close();
       },

@@ -34,6 +34,7 @@ describe('GET /api/email/fields', () => {
       '{payment_link}',
       '{organization_name}',
       '{current_date}',
+      '{hosted_invoice_url}',
     ]);
     for (const item of items) {
       expect(Object.keys(item).sort()).toEqual(['description', 'example', 'token']);

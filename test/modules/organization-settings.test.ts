@@ -53,9 +53,43 @@ describe('GET /api/organization/{uid}/settings', () => {
         slack_channel_id: null,
         slack_configured: true,
         approval_limits: { roles: { admin: null, member: null }, users: [] },
+        address: '',
+        tax_id: null,
+        payment_instructions: '',
         updated_at: expect.any(String),
       });
     }
+  });
+});
+
+describe('what invoice documents show (address, tax_id, payment_instructions)', () => {
+  it('stored trimmed, an empty tax id is none, audited; over-long → 422 and nothing changes', async () => {
+    const res = await patch({
+      address: '  1 Harbour Street\nPortsmouth  ',
+      tax_id: ' GB123456789 ',
+      payment_instructions: ' IBAN GB29 NWBK 6016 1331 9268 19 ',
+    });
+    expect(res.status, res.raw).toBe(200);
+    expect(res.body.data).toMatchObject({
+      address: '1 Harbour Street\nPortsmouth',
+      tax_id: 'GB123456789',
+      payment_instructions: 'IBAN GB29 NWBK 6016 1331 9268 19',
+    });
+    expect((await patch({ tax_id: '' })).body.data.tax_id).toBeNull();
+    for (const body of [
+      { address: 'x'.repeat(501) },
+      { tax_id: 'x'.repeat(65) },
+      { payment_instructions: 'x'.repeat(2001) },
+    ]) {
+      expectErrorBody(await patch(body), 422, 'validation_failed');
+    }
+    expect((await read()).body.data).toMatchObject({ address: '1 Harbour Street\nPortsmouth', tax_id: null });
+    const events = await call(t.app, 'GET', `/api/organization/${p.orgA.uid}/audit-events`, {
+      key: p.orgA.admin.key,
+      query: { action: 'organization.settings_changed' },
+    });
+    expect(events.body.data.items[0].changes).toEqual({ tax_id: { before: 'GB123456789', after: null } });
+    expectErrorBody(await patch({ address: 'Elsewhere' }, p.orgA.member.key), 403, 'missing_scope');
   });
 });
 

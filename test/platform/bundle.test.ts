@@ -14,7 +14,8 @@ import { engine } from '../helpers/test-database.ts';
  * source: this one bundles into a folder of its own and runs it as `npm start` would, on the embedded
  * database, through the paths a bundle can break — migrations found from dist/, the fresh data
  * directory copied from the build's template, the CLI, Swagger UI's files (an external package), a
- * document read in the extraction thread (its own entry point), and source maps that lead back to src/.
+ * document read in the extraction thread (its own entry point), an invoice's PDF (pdfkit's font files),
+ * and source maps that lead back to src/.
  */
 describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
   let out: string;
@@ -100,6 +101,25 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
       return (data.status === 'ready' || data.status === 'failed') && data;
     }, 'the document to be read in the extraction thread');
     expect(settled.status).toBe('ready');
+
+    // An invoice's PDF: pdfkit (an external package) reads its font metrics from its own folder.
+    const invoice = await api('POST', '/api/invoices', {
+      invoice_type: 'ACCOUNTS_RECEIVABLE',
+      invoice_number: 'BUNDLE-1',
+      currency: 'USD',
+      tax_cents: 1234,
+    });
+    expect(invoice.status).toBe(201);
+    const pdf = await fetch(`${server.url}/api/invoices/${invoice.body.data.uid}/pdf`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect(pdf.status).toBe(200);
+    expect(pdf.headers.get('content-type')).toBe('application/pdf');
+    expect(
+      Buffer.from(await pdf.arrayBuffer())
+        .subarray(0, 5)
+        .toString('latin1'),
+    ).toBe('%PDF-');
 
     // Stack traces name the TypeScript source (`--enable-source-maps`, maps written beside the bundle).
     const map = JSON.parse(fs.readFileSync(path.join(out, 'server.js.map'), 'utf8')) as { sources: string[] };

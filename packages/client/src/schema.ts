@@ -663,6 +663,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/invoices/{uid}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The PDF of a receivable invoice (rendered once per version of its content)
+         * @description Organization details (PATCH /api/organization/{uid}/settings), client, line items, taxes, totals, payments and payment instructions. The `ETag` is the content version: any change to the invoice, its lines, payments, client or the organization details gives another; `If-None-Match` with the current one answers 304. A payable answers 409 `invalid_state`.
+         */
+        get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/hosted-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The receivable's hosted page link: the live one (200), or a new one (201)
+         * @description The page at `url` shows the invoice (status, amounts, due date, lines) and its PDF to whoever has the address, without a key, until the link is revoked. One live link per invoice: calling again returns it; `rotate: true` revokes it and makes a new one.
+         */
+        post: operations["createHostedInvoiceLink"];
+        /** Revoke the receivable's hosted page link (its address then shows a not-found page) */
+        delete: operations["revokeHostedInvoiceLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organization/{organization_uid}/integrations/billing": {
         parameters: {
             query?: never;
@@ -2122,6 +2163,15 @@ export interface components {
             /** Format: date-time */
             changed_at: string;
         };
+        HostedInvoiceLink: {
+            /** @description The hosted page: `<PUBLIC_BASE_URL>/i/<token>`; anyone holding it can view */
+            url: string;
+            /** @description The PDF behind the same link: `<url>/pdf` */
+            pdf_url: string;
+            /** Format: date-time */
+            created_at: string;
+            created_by_user_uid: string | null;
+        };
         /** InvoiceAttachment */
         InvoiceAttachment: {
             /** Format: uuid */
@@ -3336,6 +3386,9 @@ export interface components {
                     limit_cents: number | null;
                 }[];
             };
+            address?: string;
+            tax_id?: string | null;
+            payment_instructions?: string;
         };
         UpdatePartyBody: {
             name?: string;
@@ -3778,6 +3831,30 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "conflict" | "invalid_state";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict" | "invalid_state" | "idempotency_key_in_use";
                 };
             };
         };
@@ -7607,6 +7684,186 @@ export interface operations {
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
+    getInvoicePdf: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice as a PDF (`Content-Type: application/pdf`), with its content version as a strong `ETag` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description `If-None-Match` names the current version: nothing sent */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    createHostedInvoiceLink: {
+        parameters: {
+            query?: {
+                /** @description true: revoke the live link and make a new one (the old address stops working at once) */
+                rotate?: boolean;
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["HostedInvoiceLink"];
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["HostedInvoiceLink"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    revokeHostedInvoiceLink: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** @description Whether there was a live link to revoke */
+                            revoked: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
     getBillingIntegration: {
         parameters: {
             query?: {
@@ -11204,6 +11461,11 @@ export interface operations {
                                     limit_cents: number | null;
                                 }[];
                             };
+                            /** @description The organization's postal address as printed on its invoices' PDFs (lines separated by \n) */
+                            address: string;
+                            tax_id: string | null;
+                            /** @description How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages */
+                            payment_instructions: string;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -11277,6 +11539,11 @@ export interface operations {
                                     limit_cents: number | null;
                                 }[];
                             };
+                            /** @description The organization's postal address as printed on its invoices' PDFs (lines separated by \n) */
+                            address: string;
+                            tax_id: string | null;
+                            /** @description How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages */
+                            payment_instructions: string;
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -11305,10 +11572,10 @@ export interface operations {
                 actor_type?: "user" | "api_key" | "agent_run" | "system";
                 actor_uid?: string;
                 actor_user_uid?: string;
-                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint" | "knowledge_document" | "attachment";
+                entity_type?: "invoice" | "line_item" | "payment" | "hosted_invoice_link" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint" | "knowledge_document" | "attachment";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "party.archived" | "party.unarchived" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "knowledge_document.deleted" | "attachment.deleted";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "hosted_invoice_link.created" | "hosted_invoice_link.revoked" | "party.created" | "party.updated" | "party.archived" | "party.unarchived" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "knowledge_document.deleted" | "attachment.deleted";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */

@@ -24,6 +24,8 @@ export const AUDIT_ACTIONS = [
   'line_item.created',
   'line_item.updated',
   'payment.recorded',
+  'hosted_invoice_link.created',
+  'hosted_invoice_link.revoked',
   'party.created',
   'party.updated',
   'party.archived',

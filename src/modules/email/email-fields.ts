@@ -30,6 +30,7 @@ export const INVOICE_TOKENS = [
   'payment_link',
   'organization_name',
   'current_date',
+  'hosted_invoice_url',
 ] as const;
 export type InvoiceToken = (typeof INVOICE_TOKENS)[number];
 
@@ -73,6 +74,11 @@ const INVOICE_FIELDS: Record<InvoiceToken, Omit<EmailField, 'token'>> = {
     example: 'Northwind Ltd',
   },
   current_date: { description: "Today's date, long form (en-US, UTC)", example: 'April 16, 2026' },
+  hosted_invoice_url: {
+    description:
+      "The address of the receivable's hosted page (status, amounts, PDF; no sign-in), made when the invoice has no live link and the caller may make one (invoices:write); unresolvable for a payable",
+    example: 'https://remit.example.com/i/3q2-7wEXAMPLEtokenkXq0-9fJd3u5r1GmZk8sXw4b',
+  },
 };
 
 /** The fields of a context type, in the order of interface 2.9. */

@@ -15,6 +15,7 @@ import {
   type TokenUsage,
 } from '../../platform/llm/text-generator.ts';
 import { getInvoice } from '../invoices/invoices.service.ts';
+import { hostedInvoiceUrlToken } from '../invoices/invoice-documents.service.ts';
 import type { InvoiceView } from '../invoices/invoice-view.ts';
 import { renderEmailHtml, renderEmailPlainText } from './email-html.ts';
 import type { PrepareEmailBodyT, PreparedEmailT } from './email-prepare.schemas.ts';
@@ -123,6 +124,10 @@ export async function prepareEmail(
   const errors: TokenError[] = [];
 
   if (mode === 'template') {
+    // The hosted page's link only when the template asks for it: resolving it may make the link.
+    if (`${body.subject}\n${body.body_text}`.includes('{hosted_invoice_url}')) {
+      source.hosted_invoice_url = await hostedInvoiceUrlToken(ctx, invoice.uid);
+    }
     const resolutions = resolveInvoiceTokens(source, now);
     const subject = renderTemplate(body.subject!, body.context_type, resolutions, errors);
     const bodyText = renderTemplate(body.body_text!, body.context_type, resolutions, errors);

@@ -21,6 +21,7 @@ const source: InvoiceTokenSource = {
   invoice_link: 'https://pay.test/INV-7',
   client: { name: 'Client Co', email: 'cara@client.test' },
   organization_name: 'Org A',
+  hosted_invoice_url: { value: 'https://remit.test/i/abc' },
 };
 const now = new Date('2026-03-17T23:30:00Z');
 
@@ -72,6 +73,7 @@ describe('renderTemplate for an invoice', () => {
         'https://pay.test/INV-7',
         'Org A',
         'March 17, 2026',
+        'https://remit.test/i/abc',
       ].join('|'),
     );
   });

@@ -26,6 +26,11 @@ export interface InvoiceTokenSource {
   invoice_link: string | null;
   client: { name: string; email: string | null } | null;
   organization_name: string;
+  /**
+   * `{hosted_invoice_url}`, resolved by the caller only when a template uses it (resolving it may make
+   * the link); absent otherwise.
+   */
+  hosted_invoice_url?: Resolution | undefined;
 }
 
 const LONG_DATE = new Intl.DateTimeFormat('en-US', { dateStyle: 'long', timeZone: 'UTC' });
@@ -103,6 +108,7 @@ export function resolveInvoiceTokens(
     payment_link: link ? { value: link } : { problem: 'The invoice has no payment link (invoice_link)' },
     organization_name: { value: source.organization_name },
     current_date: { value: formatLongDate(now) },
+    hosted_invoice_url: source.hosted_invoice_url ?? { problem: 'The hosted invoice link was not resolved' },
   };
 }
 

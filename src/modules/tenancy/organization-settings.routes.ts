@@ -57,6 +57,14 @@ const Settings = Type.Object({
       'Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration',
   }),
   approval_limits: ApprovalLimits,
+  address: Type.String({
+    description:
+      "The organization's postal address as printed on its invoices' PDFs (lines separated by \\n)",
+  }),
+  tax_id: Nullable(Type.String({ description: 'The tax id printed on invoice PDFs; null: none' })),
+  payment_instructions: Type.String({
+    description: 'How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages',
+  }),
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
@@ -74,6 +82,9 @@ const PatchBody = Type.Object(
       ),
     ),
     approval_limits: Type.Optional(ApprovalLimitsInput),
+    address: Type.Optional(Type.String({ maxLength: 500 })),
+    tax_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
+    payment_instructions: Type.Optional(Type.String({ maxLength: 2000 })),
   },
   { additionalProperties: false },
 );

@@ -18,6 +18,9 @@ export interface OrganizationSettings {
   slack_channel_id: string | null;
   slack_configured: boolean;
   approval_limits: ApprovalLimitsSetting;
+  address: string;
+  tax_id: string | null;
+  payment_instructions: string;
   updated_at: string;
 }
 
@@ -25,6 +28,9 @@ export interface OrganizationSettingsChanges {
   segregation_of_duties?: boolean;
   require_admin_mfa?: boolean;
   slack_channel_id?: string | null;
+  address?: string;
+  tax_id?: string | null;
+  payment_instructions?: string;
   approval_limits?: {
     roles?: { admin?: number | null | undefined; member?: number | null | undefined } | undefined;
     users?: { user_uid: string; limit_cents: number | null }[] | undefined;
@@ -51,6 +57,9 @@ function view(
     requireAdminMfa: boolean;
     slackChannelId: string | null;
     approvalLimits: unknown;
+    address: string;
+    taxId: string | null;
+    paymentInstructions: string;
     updatedAt: Date;
   },
   chat: ChatClient,
@@ -63,6 +72,9 @@ function view(
     // The deployment's, not the organization's: whether anything is posted at all (SLACK_BOT_TOKEN).
     slack_configured: chat.kind === 'slack',
     approval_limits: approvalLimitsOf(row.approvalLimits),
+    address: row.address,
+    tax_id: row.taxId,
+    payment_instructions: row.paymentInstructions,
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -118,6 +130,25 @@ export async function organizationSlackChannel(db: DbOrTx, organizationUid: stri
   return (await repo.findOrganization(db, organizationUid))?.slackChannelId ?? null;
 }
 
+/** What an invoice's PDF and hosted page show of the organization that issued it. */
+export interface IssuerDetails {
+  name: string;
+  address: string;
+  taxId: string | null;
+  paymentInstructions: string;
+}
+
+export async function issuerDetails(db: DbOrTx, organizationUid: string): Promise<IssuerDetails> {
+  const row = await repo.findOrganization(db, organizationUid);
+  if (!row) throw notFound('Organization');
+  return {
+    name: row.name,
+    address: row.address,
+    taxId: row.taxId,
+    paymentInstructions: row.paymentInstructions,
+  };
+}
+
 export async function getOrganizationSettings(
   db: Db,
   ctx: RequestContext,
@@ -158,6 +189,11 @@ export async function updateOrganizationSettings(
         : {}),
       ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
       ...(channel !== undefined ? { slackChannelId: channel } : {}),
+      ...(body.address !== undefined ? { address: body.address.trim() } : {}),
+      ...(body.tax_id !== undefined ? { taxId: body.tax_id?.trim() || null } : {}),
+      ...(body.payment_instructions !== undefined
+        ? { paymentInstructions: body.payment_instructions.trim() }
+        : {}),
     });
     if (!before || !row) throw notFound('Organization');
     // The organization's controls (segregation of duties, second factor for admins) and where its
@@ -167,6 +203,9 @@ export async function updateOrganizationSettings(
       requireAdminMfa: r.requireAdminMfa,
       slackChannelId: r.slackChannelId,
       approvalLimits: approvalLimitsOf(r.approvalLimits),
+      address: r.address,
+      taxId: r.taxId,
+      paymentInstructions: r.paymentInstructions,
     });
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,

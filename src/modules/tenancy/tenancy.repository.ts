@@ -76,6 +76,9 @@ export async function updateOrganizationSettings(
     requireAdminMfa?: boolean;
     slackChannelId?: string | null;
     approvalLimits?: unknown;
+    address?: string;
+    taxId?: string | null;
+    paymentInstructions?: string;
   },
 ) {
   const [row] = await db

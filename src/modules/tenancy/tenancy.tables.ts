@@ -32,6 +32,10 @@ export const organizations = pgTable('organizations', {
   approvalLimits: jsonb('approval_limits')
     .notNull()
     .default({ roles: { admin: null, member: null }, users: [] }),
+  /** What the PDF of a receivable shows of its issuer (docs/invoices.md#invoice-documents). */
+  address: text('address').notNull().default(''),
+  taxId: text('tax_id'),
+  paymentInstructions: text('payment_instructions').notNull().default(''),
   ...timestamps,
 });
 
