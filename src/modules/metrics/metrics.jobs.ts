@@ -1,8 +1,17 @@
 import type { FastifyBaseLogger } from 'fastify';
 import type { JobDeps } from '../../platform/http/types.ts';
-import { METRIC_PRESETS_CRON, METRIC_PRESETS_QUEUE, runDailyPresetJob } from './metric-presets.service.ts';
+import {
+  METRIC_PRESETS_CRON,
+  METRIC_PRESETS_QUEUE,
+  METRIC_REFRESH_QUEUE,
+  refreshPresetValues,
+  runDailyPresetJob,
+} from './metric-presets.service.ts';
 
-/** Preset receivables metrics: daily snapshot values for the day that just ended (docs/metrics.md). */
+/**
+ * Preset receivables metrics (docs/metrics.md): the daily snapshot of the day that just ended (and any
+ * day the job missed), and the refresh of today's values shortly after invoices or payments change.
+ */
 export async function registerMetricJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   await jobs.define(METRIC_PRESETS_QUEUE, async () => {
@@ -12,4 +21,8 @@ export async function registerMetricJobs(deps: JobDeps, log: FastifyBaseLogger):
     log.info(result, 'metric presets computed');
   });
   await jobs.schedule(METRIC_PRESETS_QUEUE, METRIC_PRESETS_CRON);
+  await jobs.define<{ organization_uid: string }>(METRIC_REFRESH_QUEUE, async (data) => {
+    const result = await refreshPresetValues(database.db, data.organization_uid, new Date());
+    log.debug(result, 'metric presets refreshed');
+  });
 }
