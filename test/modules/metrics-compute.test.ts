@@ -7,6 +7,7 @@ import {
   computePresetValues,
   daysToBackfill,
   installMetricPresets,
+  markMetricsStale,
   MAX_BACKFILL_DAYS,
   METRIC_REFRESH_QUEUE,
   REFRESH_DELAY_SECONDS,
@@ -17,6 +18,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
+import { engine } from '../helpers/test-database.ts';
 import { until } from '../helpers/until.ts';
 
 /**
@@ -231,6 +233,63 @@ describe('kept fresh after invoice and payment changes', () => {
       return value?.value === 0;
     }, 'the refresh job to recompute today');
   });
+
+  // PGlite runs one statement at a time: there, nothing is concurrent to order.
+  it.runIf(engine === 'postgres')(
+    'the refresh reads the invoices only after every change that relied on its mark committed',
+    async () => {
+      const books = await newBooks();
+      const org = books.organization_uid;
+      const today = utcDay(new Date());
+      await t.db.transaction((tx) => markMetricsStale(tx, t.deps.jobs, org)); // the first change: marked
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let relied!: () => void;
+      const hasRelied = new Promise<void>((resolve) => (relied = resolve));
+      // A second change finds the mark, relies on it, and is slow to commit.
+      const change = t.db.transaction(async (tx) => {
+        await markMetricsStale(tx, t.deps.jobs, org);
+        relied();
+        await held;
+        await tx.insert(invoices).values({
+          organizationUid: org,
+          invoiceType: 'ACCOUNTS_RECEIVABLE',
+          invoiceNumber: `INV-${tag()}`,
+          status: 'open',
+          currency: 'USD',
+          issueDate: new Date(Date.now() - 40 * DAY),
+          dueDate: new Date(Date.now() - 10 * DAY),
+          totalCents: 12_345,
+          amountDueCents: 12_345,
+          amountRemainingCents: 12_345,
+        });
+      });
+      await hasRelied;
+      let refreshed = false;
+      const refresh = refreshPresetValues(t.db, org, new Date()).then(() => (refreshed = true));
+      // The refresh's first step, clearing the mark, waits on the change's lock.
+      await until(async () => {
+        const waiting = await rawQuery<{ n: number }>(
+          t.db,
+          `select count(*)::int as n from pg_stat_activity
+            where datname = current_database() and wait_event_type = 'Lock' and query ilike 'update "metric_preset_states"%'`,
+        );
+        return waiting[0]!.n > 0;
+      }, 'the refresh to wait for the change');
+      expect(refreshed).toBe(false);
+      release();
+      await change;
+      await refresh;
+      // So it saw the change: the one job of the burst covers both changes.
+      expect(await refreshJobs(org)).toHaveLength(1);
+      const [value] = await rawQuery<{ value: number }>(
+        t.db,
+        `select value from metric_values where organization_uid = $1 and metric_uid = 'overdue_amount_cents' and metric_date = $2`,
+        [org, today],
+      );
+      expect(value!.value).toBe(12_345);
+    },
+  );
 
   it('payable invoices and other organizations do not ask for a refresh', async () => {
     const books = await newBooks();
@@ -519,6 +578,8 @@ describe('the daily job fills the days it missed', () => {
     expect(days[0]).toBe(
       utcDay(new Date(Date.parse('2025-03-09T00:00:00Z') - (MAX_BACKFILL_DAYS - 1) * DAY)),
     );
+    // Gone again, so the daily runs of the next test do not fill those 400 days for real.
+    await rawQuery(t.db, `delete from metric_values where organization_uid = $1`, [books.organization_uid]);
   });
 
   it('a day computed during that day is computed again once it has ended', async () => {
