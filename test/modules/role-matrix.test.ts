@@ -50,6 +50,7 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /api/organization/{organization_uid}/invitations/{uid}/resend': {},
   'POST /api/organization/{organization_uid}/webhook-endpoints': { url: 'https://hooks.example.test/remit' },
   'POST /api/approval-policies': { name: 'Matrix', approver_roles: ['admin'] },
+  'POST /api/metrics/compute': {},
   'PATCH /api/approval-policies/{uid}': { name: 'Matrix' },
   'PATCH /api/organization/{organization_uid}/webhook-endpoints/{uid}': { description: 'ERP' },
   'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/rotate-secret': {},

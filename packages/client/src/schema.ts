@@ -1349,6 +1349,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/metrics/compute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Compute preset receivables metrics now (admins): today, or every day of from…to (a backfill, at most 31 days) */
+        post: operations["computeMetrics"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/metrics/{metric_uid}": {
         parameters: {
             query?: never;
@@ -2805,6 +2822,22 @@ export interface components {
                 completion_tokens: number;
                 total_tokens: number;
             };
+        };
+        ComputeMetricsBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** @description active preset metrics to compute; default: every active preset */
+            metric_uids?: string[];
+            /**
+             * Format: date
+             * @description first day (UTC); default: `to`
+             */
+            from?: string;
+            /**
+             * Format: date
+             * @description last day (UTC), not after today; default: today
+             */
+            to?: string;
         };
         ConfirmKnowledgeUploadBody: {
             /** Format: uuid */
@@ -10756,6 +10789,91 @@ export interface operations {
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
             403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
             409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    computeMetrics: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComputeMetricsBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** Format: uuid */
+                            organization_uid: string;
+                            /**
+                             * Format: date
+                             * @description YYYY-MM-DD
+                             */
+                            from: string;
+                            /**
+                             * Format: date
+                             * @description YYYY-MM-DD
+                             */
+                            to: string;
+                            /** @description the presets computed */
+                            metric_uids: string[];
+                            values_written: number;
+                            days: {
+                                /**
+                                 * Format: date
+                                 * @description YYYY-MM-DD
+                                 */
+                                metric_date: string;
+                                /** @description values inserted or replaced for that day */
+                                values_written: number;
+                                /** @description values the formula could not give (CEI with nothing collectible) */
+                                skipped: {
+                                    metric_uid: string;
+                                    /** Format: uuid */
+                                    entity_uid: string;
+                                    reason: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
             422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];

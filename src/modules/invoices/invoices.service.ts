@@ -39,6 +39,7 @@ import type {
   UpdateInvoiceBodyT,
 } from './invoices.schemas.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
+import { markMetricsStale } from '../metrics/metrics.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 
 /** `2026-03-05` is midnight UTC; a date-time keeps its instant. */
@@ -107,6 +108,7 @@ async function emitInvoiceChange(
 ): Promise<void> {
   const changed = changedFields(before, after);
   if (changed.length === 0) return;
+  await noteReceivablesChange(tx, jobs, after);
   const org = { organizationUid: after.organization_uid };
   await emitEvent(tx, jobs, org, 'invoice.updated', invoiceEntity(after), {
     invoice: after,
@@ -118,6 +120,13 @@ async function emitInvoiceChange(
       previous_status: before.status,
       status: after.status,
     });
+  }
+}
+
+/** A receivable changed: the preset receivables metrics are recomputed shortly (docs/metrics.md). */
+async function noteReceivablesChange(tx: DbOrTx, jobs: Jobs, invoice: InvoiceView): Promise<void> {
+  if (invoice.invoice_type === 'ACCOUNTS_RECEIVABLE') {
+    await markMetricsStale(tx, jobs, invoice.organization_uid);
   }
 }
 
@@ -481,6 +490,7 @@ export async function createInvoice(
       const view = await viewOf(tx, updated);
       // In this transaction: the event (and its deliveries) exist exactly when the invoice does.
       await emitEvent(tx, jobs, ctx, 'invoice.created', invoiceEntity(view), { invoice: view });
+      await noteReceivablesChange(tx, jobs, view);
       return view;
     });
   } catch (error) {

@@ -1,6 +1,15 @@
-import type { Db } from '../../platform/db/client.ts';
-import { notFound } from '../../platform/http/errors.ts';
-import { addDays, DSO_MAX_PRIOR_MONTHS, monthOf, monthsBefore, type Day } from './metric-formulas.ts';
+import type { Db, DbOrTx } from '../../platform/db/client.ts';
+import { requireAdmin, type RequestContext } from '../../platform/http/context.ts';
+import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
+import {
+  addDays,
+  daysBetween,
+  DSO_MAX_PRIOR_MONTHS,
+  monthOf,
+  monthsBefore,
+  type Day,
+} from './metric-formulas.ts';
 import {
   evaluatePreset,
   isPresetFormula,
@@ -93,11 +102,17 @@ function salesOf(
 }
 
 /**
- * Computes every active preset of the organization as of the end of `day` (UTC) and stores the values
- * (time unit `day`, time zone UTC), replacing values already stored for that day. ORGANIZATION presets
- * get one value for the organization, PARTY presets one per client billed by that day.
+ * Computes every active preset of the organization (or only those of `metricUids`) as of the end of
+ * `day` (UTC) and stores the values (time unit `day`, time zone UTC), replacing values already stored
+ * for that day. ORGANIZATION presets get one value for the organization, PARTY presets one per client
+ * billed by that day.
  */
-export async function computePresetValues(db: Db, organizationUid: string, day: Day): Promise<ComputeResult> {
+export async function computePresetValues(
+  db: Db,
+  organizationUid: string,
+  day: Day,
+  metricUids?: readonly string[],
+): Promise<ComputeResult> {
   const result: ComputeResult = {
     organization_uid: organizationUid,
     metric_date: day,
@@ -106,7 +121,9 @@ export async function computePresetValues(db: Db, organizationUid: string, day: 
   };
   const definitions = (await repo.listActivePresetDefinitions(db, organizationUid)).filter(
     (d): d is typeof d & { preset: PresetFormula } =>
-      isPresetFormula(d.preset) && (d.contextType === 'ORGANIZATION' || d.contextType === 'PARTY'),
+      isPresetFormula(d.preset) &&
+      (d.contextType === 'ORGANIZATION' || d.contextType === 'PARTY') &&
+      (metricUids === undefined || metricUids.includes(d.uid)),
   );
   if (definitions.length === 0) {
     if (!(await repo.organizationExists(db, organizationUid))) throw notFound('Organization');
@@ -180,18 +197,73 @@ export async function computePresetValues(db: Db, organizationUid: string, day: 
   return result;
 }
 
-/** The daily job: every organization with active presets, each on its own; one failure stops no other. */
-export async function computeAllPresetValues(
+/** The UTC day of an instant. */
+export function utcDayOf(instant: Date): Day {
+  return instant.toISOString().slice(0, 10);
+}
+
+export const METRIC_PRESETS_QUEUE = 'remit.metrics.presets';
+/** Daily at 00:15 UTC, for the day that just ended (and any day before it that was missed). */
+export const METRIC_PRESETS_CRON = '15 0 * * *';
+/** The daily job fills at most this many days per organization and run (the newest ones). */
+export const MAX_BACKFILL_DAYS = 400;
+
+/**
+ * The days the daily job computes for an organization when `yesterday` just ended: every day after the
+ * last one it computed (`computed_through`), or, before it ever ran with this mark, from the latest
+ * day with a stored preset value (recomputed: it may have been computed before the day ended), at
+ * most MAX_BACKFILL_DAYS, up to `yesterday`. An organization with nothing stored gets `yesterday`.
+ */
+export async function daysToBackfill(db: Db, organizationUid: string, yesterday: Day): Promise<Day[]> {
+  const state = await repo.findPresetState(db, organizationUid);
+  let start = state?.computedThrough
+    ? addDays(state.computedThrough, 1)
+    : ((await repo.latestPresetValueDay(db, organizationUid, addDays(yesterday, 1))) ?? yesterday);
+  const floor = addDays(yesterday, 1 - MAX_BACKFILL_DAYS);
+  if (start < floor) start = floor;
+  const days: Day[] = [];
+  for (let day = start; day <= yesterday; day = addDays(day, 1)) days.push(day);
+  return days;
+}
+
+export interface DailyJobSummary {
+  /** The day that just ended. */
+  metric_date: Day;
+  organizations: number;
+  /** Organization-days computed (more than `organizations` when days were filled in). */
+  days_computed: number;
+  values_written: number;
+  failed: number;
+}
+
+/**
+ * The daily job's work: for every organization with active presets, each on its own, the day that
+ * just ended and every day before it the job missed (the server was down at 00:15). Each day computed
+ * moves the organization's mark, so a failure half-way resumes where it stopped. One organization
+ * failing stops no other.
+ */
+export async function runDailyPresetJob(
   db: Db,
-  day: Day,
+  now: Date,
   onError: (organizationUid: string, error: unknown) => void,
-): Promise<{ metric_date: Day; organizations: number; values_written: number; failed: number }> {
-  const summary = { metric_date: day, organizations: 0, values_written: 0, failed: 0 };
+): Promise<DailyJobSummary> {
+  const yesterday = addDays(utcDayOf(now), -1);
+  const summary: DailyJobSummary = {
+    metric_date: yesterday,
+    organizations: 0,
+    days_computed: 0,
+    values_written: 0,
+    failed: 0,
+  };
   for (const organizationUid of await repo.organizationsWithActivePresets(db)) {
     try {
-      const result = await computePresetValues(db, organizationUid, day);
+      for (const day of await daysToBackfill(db, organizationUid, yesterday)) {
+        const result = await computePresetValues(db, organizationUid, day);
+        await repo.advanceComputedThrough(db, organizationUid, day);
+        summary.days_computed += 1;
+        summary.values_written += result.values_written;
+      }
       summary.organizations += 1;
-      summary.values_written += result.values_written;
     } catch (error) {
       summary.failed += 1;
       onError(organizationUid, error);
@@ -200,20 +272,174 @@ export async function computeAllPresetValues(
   return summary;
 }
 
-/** The UTC day of an instant. */
-export function utcDayOf(instant: Date): Day {
-  return instant.toISOString().slice(0, 10);
+// ---- kept fresh after changes ----
+
+export const METRIC_REFRESH_QUEUE = 'remit.metrics.refresh';
+/** How long after the first change of a burst its refresh runs: every change in between joins it. */
+export const REFRESH_DELAY_SECONDS = 30;
+/** A refresh asked for longer ago than this is presumed lost (its job failed for good): asked again. */
+const REFRESH_LOST_AFTER_SECONDS = 600;
+
+/**
+ * The one call an invoice or payment write makes, inside its transaction, when receivables changed:
+ * the organization's preset values for today are recomputed about REFRESH_DELAY_SECONDS later. The
+ * first change after a refresh asks for one and enqueues its job (both commit with the change); every
+ * change until that job starts finds the request pending and only share-locks it (one indexed read),
+ * so a burst of 1,000 changes makes one recompute, and the refresh reads the invoices only after
+ * every change that relied on it has committed (metrics.repository.ts, holdPendingRefresh).
+ */
+export async function markMetricsStale(tx: DbOrTx, jobs: Jobs, organizationUid: string): Promise<void> {
+  if (await repo.holdPendingRefresh(tx, organizationUid, REFRESH_LOST_AFTER_SECONDS)) return;
+  if (!(await repo.requestRefresh(tx, organizationUid, REFRESH_LOST_AFTER_SECONDS))) return;
+  await jobs.enqueue(
+    tx,
+    METRIC_REFRESH_QUEUE,
+    { organization_uid: organizationUid },
+    {
+      startAfter: new Date(Date.now() + REFRESH_DELAY_SECONDS * 1000),
+      retryLimit: 3,
+      retryDelaySeconds: 30,
+    },
+  );
 }
 
-export const METRIC_PRESETS_QUEUE = 'remit.metrics.presets';
-/** Daily at 00:15 UTC, for the day that just ended. */
-export const METRIC_PRESETS_CRON = '15 0 * * *';
-
-/** The daily job's work: every organization's presets as of the end of the previous UTC day. */
-export async function runDailyPresetJob(
+/**
+ * The refresh job: clears the request first (so a change from now on asks for another refresh), then
+ * recomputes the organization's presets as of today (UTC, so far).
+ */
+export async function refreshPresetValues(
   db: Db,
+  organizationUid: string,
   now: Date,
-  onError: (organizationUid: string, error: unknown) => void,
-) {
-  return computeAllPresetValues(db, addDays(utcDayOf(now), -1), onError);
+): Promise<ComputeResult> {
+  await repo.clearRefreshRequest(db, organizationUid);
+  return computePresetValues(db, organizationUid, utcDayOf(now));
+}
+
+// ---- computed when first asked for ----
+
+/** Computations under way in this process, by organization and day: concurrent readers share one. */
+const computing = new Map<string, Promise<ComputeResult>>();
+
+/**
+ * Before a series of an active preset is read: when the last day the read asks for (its `to`, or
+ * today) has no value yet, the organization's presets are computed for that day first, in the
+ * request (one day: ~40 ms on PostgreSQL, ~100 ms embedded, for 5,000 invoices). Earlier missing
+ * days are the daily job's backfill, or POST /api/metrics/compute.
+ */
+export async function ensurePresetDay(
+  db: Db,
+  organizationUid: string,
+  definition: Pick<repo.DefinitionRow, 'uid' | 'preset' | 'isActive' | 'contextType'>,
+  range: { from?: Day | undefined; to?: Day | undefined; timeUnit?: string | undefined },
+  now: Date,
+): Promise<void> {
+  if (!definition.isActive || !isPresetFormula(definition.preset)) return;
+  if (definition.contextType === 'USER') return;
+  if (range.timeUnit !== undefined && range.timeUnit !== 'day') return;
+  const today = utcDayOf(now);
+  const day = range.to !== undefined && range.to < today ? range.to : today;
+  if (range.from !== undefined && range.from > day) return;
+  const entityUid = definition.contextType === 'ORGANIZATION' ? organizationUid : undefined;
+  if (await repo.hasDayValue(db, organizationUid, definition.uid, day, entityUid)) return;
+  const key = `${organizationUid}|${day}`;
+  let pending = computing.get(key);
+  if (!pending) {
+    pending = computePresetValues(db, organizationUid, day).finally(() => computing.delete(key));
+    computing.set(key, pending);
+  }
+  await pending;
+}
+
+// ---- POST /api/metrics/compute ----
+
+/** At most this many days per call: each day is a computation in the request. */
+export const MAX_COMPUTE_DAYS = 31;
+
+export interface ComputeRequest {
+  metric_uids?: string[] | undefined;
+  from?: Day | undefined;
+  to?: Day | undefined;
+}
+
+export interface ComputeRangeResult {
+  organization_uid: string;
+  from: Day;
+  to: Day;
+  /** The presets computed: those asked for, or every active preset of the organization. */
+  metric_uids: string[];
+  values_written: number;
+  days: Omit<ComputeResult, 'organization_uid'>[];
+}
+
+const invalidField = (field: string, message: string) =>
+  new AppError('validation_failed', `${field} ${message}`, [{ field, message }]);
+
+/**
+ * An admin's explicit computation (a backfill when given a range): the presets asked for (default:
+ * every active one) for every day of `from`…`to` (default: today; `from` alone runs to today, `to`
+ * alone is that one day), each day as of its end, replacing what was stored for it.
+ */
+export async function computePresetRange(
+  db: Db,
+  ctx: RequestContext,
+  body: ComputeRequest,
+  now: Date,
+): Promise<ComputeRangeResult> {
+  requireAdmin(ctx);
+  const organizationUid = ctx.organizationUid;
+  const today = utcDayOf(now);
+  const to = body.to ?? today;
+  const from = body.from ?? to;
+  const notBegun = `must not be after today (${today}, UTC): that day has not begun`;
+  if (to > today) throw invalidField('to', notBegun);
+  if (from > today) throw invalidField('from', notBegun);
+  if (from > to) throw invalidField('from', 'must not be after to');
+  const span = daysBetween(from, to) + 1;
+  if (span > MAX_COMPUTE_DAYS) {
+    throw invalidField(
+      'from',
+      `the range spans ${span} days; at most ${MAX_COMPUTE_DAYS} per call (compute a longer one in parts)`,
+    );
+  }
+  const active = await repo.listActivePresetDefinitions(db, organizationUid);
+  let metricUids = active.filter((d) => isPresetFormula(d.preset)).map((d) => d.uid);
+  if (body.metric_uids !== undefined) {
+    const known = new Map(
+      (await repo.findDefinitionsByUids(db, organizationUid, body.metric_uids)).map((d) => [d.uid, d]),
+    );
+    const errors: FieldError[] = [];
+    body.metric_uids.forEach((uid, index) => {
+      const definition = known.get(uid);
+      const field = `metric_uids[${index}]`;
+      if (!definition) errors.push({ field, message: 'is not a metric of this organization' });
+      else if (!isPresetFormula(definition.preset)) {
+        errors.push({ field, message: 'is not a preset metric: its values are posted, not computed' });
+      } else if (!definition.isActive) errors.push({ field, message: 'is inactive' });
+    });
+    if (errors.length > 0) {
+      throw new AppError('validation_failed', 'metric_uids names metrics that cannot be computed', errors);
+    }
+    metricUids = [...body.metric_uids];
+  }
+  const result: ComputeRangeResult = {
+    organization_uid: organizationUid,
+    from,
+    to,
+    metric_uids: metricUids,
+    values_written: 0,
+    days: [],
+  };
+  if (metricUids.length === 0) return result;
+  for (let day = from; day <= to; day = addDays(day, 1)) {
+    const { organization_uid: _org, ...computed } = await computePresetValues(
+      db,
+      organizationUid,
+      day,
+      metricUids,
+    );
+    result.days.push(computed);
+    result.values_written += computed.values_written;
+  }
+  return result;
 }

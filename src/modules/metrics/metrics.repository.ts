@@ -1,11 +1,11 @@
-import { and, asc, count, eq, gte, inArray, isNotNull, lte, sql, type SQL } from 'drizzle-orm';
+import { and, asc, count, eq, gte, inArray, isNotNull, lt, lte, max, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { invoicePayments, invoices } from '../invoices/invoices.tables.ts';
 import { parties } from '../parties/parties.tables.ts';
 import { memberships, organizations } from '../tenancy/tenancy.tables.ts';
 import type { ReceivableInvoice } from './metric-formulas.ts';
-import { metricDefinitions, metricValues } from './metrics.tables.ts';
+import { metricDefinitions, metricPresetStates, metricValues } from './metrics.tables.ts';
 
 export type DefinitionRow = typeof metricDefinitions.$inferSelect;
 export type ValueRow = typeof metricValues.$inferSelect;
@@ -424,4 +424,146 @@ export async function listBilledClients(
     )
     .orderBy(asc(invoices.clientPartyUid));
   return rows.map((r) => r.uid!);
+}
+
+// ---- when preset values need work (metric_preset_states; docs/metrics.md) ----
+
+/**
+ * Whether a refresh of the organization's presets is already asked for (set less than `maxAgeSeconds`
+ * ago) and not yet started. When it is, the row is share-locked until the caller's transaction ends:
+ * the refresh job clears the request with an UPDATE, which waits for every such lock, so a change
+ * that relied on the pending refresh has committed before the refresh reads the invoices. Share locks
+ * do not conflict with each other, so concurrent changes never wait on one another here.
+ */
+export async function holdPendingRefresh(
+  tx: DbOrTx,
+  organizationUid: string,
+  maxAgeSeconds: number,
+): Promise<boolean> {
+  const rows = await tx
+    .select({ organizationUid: metricPresetStates.organizationUid })
+    .from(metricPresetStates)
+    .where(
+      and(
+        eq(metricPresetStates.organizationUid, organizationUid),
+        sql`${metricPresetStates.refreshRequestedAt} > now() - make_interval(secs => ${maxAgeSeconds})`,
+      ),
+    )
+    .for('share');
+  return rows.length > 0;
+}
+
+/**
+ * Asks for a refresh unless one is already asked for (and younger than `maxAgeSeconds`: an older one
+ * is presumed lost and asked for again). True when this call asked, so its caller enqueues the job.
+ * The row stays locked until the caller's transaction ends, whichever way it went.
+ */
+export async function requestRefresh(
+  tx: DbOrTx,
+  organizationUid: string,
+  maxAgeSeconds: number,
+): Promise<boolean> {
+  const rows = await tx
+    .insert(metricPresetStates)
+    .values({ organizationUid, refreshRequestedAt: sql`now()` })
+    .onConflictDoUpdate({
+      target: metricPresetStates.organizationUid,
+      set: { refreshRequestedAt: sql`now()`, updatedAt: sql`now()` },
+      setWhere: sql`${metricPresetStates.refreshRequestedAt} is null or ${metricPresetStates.refreshRequestedAt} <= now() - make_interval(secs => ${maxAgeSeconds})`,
+    })
+    .returning({ organizationUid: metricPresetStates.organizationUid });
+  return rows.length > 0;
+}
+
+/** The refresh has started: later changes ask for another one. Waits for changes that relied on it. */
+export async function clearRefreshRequest(db: DbOrTx, organizationUid: string): Promise<void> {
+  await db
+    .update(metricPresetStates)
+    .set({ refreshRequestedAt: null, updatedAt: sql`now()` })
+    .where(
+      and(
+        eq(metricPresetStates.organizationUid, organizationUid),
+        isNotNull(metricPresetStates.refreshRequestedAt),
+      ),
+    );
+}
+
+export async function findPresetState(
+  db: DbOrTx,
+  organizationUid: string,
+): Promise<typeof metricPresetStates.$inferSelect | undefined> {
+  const [row] = await db
+    .select()
+    .from(metricPresetStates)
+    .where(eq(metricPresetStates.organizationUid, organizationUid));
+  return row;
+}
+
+/** Moves the daily job's mark forward (never back). */
+export async function advanceComputedThrough(
+  db: DbOrTx,
+  organizationUid: string,
+  day: string,
+): Promise<void> {
+  await db
+    .insert(metricPresetStates)
+    .values({ organizationUid, computedThrough: day })
+    .onConflictDoUpdate({
+      target: metricPresetStates.organizationUid,
+      set: {
+        computedThrough: sql`greatest(${metricPresetStates.computedThrough}, excluded.computed_through)`,
+        updatedAt: sql`now()`,
+      },
+    });
+}
+
+/** The latest day before `beforeDay` with a stored value of any preset definition; null when none. */
+export async function latestPresetValueDay(
+  db: DbOrTx,
+  organizationUid: string,
+  beforeDay: string,
+): Promise<string | null> {
+  const [row] = await db
+    .select({ day: max(metricValues.metricDate) })
+    .from(metricValues)
+    .innerJoin(
+      metricDefinitions,
+      and(
+        eq(metricDefinitions.organizationUid, metricValues.organizationUid),
+        eq(metricDefinitions.uid, metricValues.metricUid),
+      ),
+    )
+    .where(
+      and(
+        eq(metricValues.organizationUid, organizationUid),
+        isNotNull(metricDefinitions.preset),
+        eq(metricValues.timeUnit, 'day'),
+        lt(metricValues.metricDate, beforeDay),
+      ),
+    );
+  return row?.day ?? null;
+}
+
+/** Whether the metric has a `day` value stored for that day (for the entity, or any entity). */
+export async function hasDayValue(
+  db: DbOrTx,
+  organizationUid: string,
+  metricUid: string,
+  day: string,
+  entityUid?: string,
+): Promise<boolean> {
+  const [row] = await db
+    .select({ uid: metricValues.uid })
+    .from(metricValues)
+    .where(
+      and(
+        eq(metricValues.organizationUid, organizationUid),
+        eq(metricValues.metricUid, metricUid),
+        entityUid === undefined ? undefined : eq(metricValues.entityUid, entityUid),
+        eq(metricValues.timeUnit, 'day'),
+        eq(metricValues.metricDate, day),
+      ),
+    )
+    .limit(1);
+  return row !== undefined;
 }

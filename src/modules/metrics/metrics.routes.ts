@@ -2,7 +2,10 @@ import { envelope } from '../../platform/http/envelope.ts';
 import { pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 import { errorResponses } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import { computePresetRange } from './metric-presets.service.ts';
 import {
+  ComputeMetricsBody,
+  ComputeMetricsEnvelope,
   CreateMetricBody,
   CreateValueBody,
   ListMetricsQuery,
@@ -44,6 +47,28 @@ export async function metricRoutes(app: App, deps: AppDeps) {
       envelope(
         await service.createMetric(db, request.tenant(request.body.organization_uid), request.body),
         'Metric created',
+      ),
+  );
+
+  // A static path beside `/api/metrics/:metric_uid`, which has no POST: no clash (a metric may even be
+  // called `compute`: GET and PATCH still reach it).
+  app.post(
+    '/api/metrics/compute',
+    {
+      schema: {
+        operationId: 'computeMetrics',
+        tags,
+        summary:
+          'Compute preset receivables metrics now (admins): today, or every day of from…to (a backfill, at most 31 days)',
+        body: ComputeMetricsBody,
+        response: { 200: ComputeMetricsEnvelope, ...errorResponses },
+      },
+      config: { scope: 'metrics:write', errors: ['forbidden'] },
+    },
+    async (request) =>
+      envelope(
+        await computePresetRange(db, request.tenant(request.body.organization_uid), request.body, new Date()),
+        'Metrics computed',
       ),
   );
 

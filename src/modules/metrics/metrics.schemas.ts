@@ -204,3 +204,44 @@ export const ValueEnvelope = Envelope(Type.Ref('MetricValue'));
 export const ValueListEnvelope = Envelope(
   Type.Object({ items: Type.Array(Type.Ref('MetricValue')), _meta: PageMeta }),
 );
+
+// ---- computing preset values (docs/metrics.md, "Computing them") ----
+
+export const ComputeMetricsBody = Type.Object(
+  {
+    organization_uid: Type.Optional(Uuid),
+    metric_uids: Type.Optional(
+      Type.Array(MetricUid, {
+        minItems: 1,
+        maxItems: 100,
+        uniqueItems: true,
+        description: 'active preset metrics to compute; default: every active preset',
+      }),
+    ),
+    from: Type.Optional(Type.String({ format: 'date', description: 'first day (UTC); default: `to`' })),
+    to: Type.Optional(
+      Type.String({ format: 'date', description: 'last day (UTC), not after today; default: today' }),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ComputeMetricsBodyT = Static<typeof ComputeMetricsBody>;
+
+const ComputedDay = Type.Object({
+  metric_date: DateOnly,
+  values_written: Type.Integer({ description: 'values inserted or replaced for that day' }),
+  skipped: Type.Array(Type.Object({ metric_uid: Type.String(), entity_uid: Uuid, reason: Type.String() }), {
+    description: 'values the formula could not give (CEI with nothing collectible)',
+  }),
+});
+
+export const ComputeMetricsEnvelope = Envelope(
+  Type.Object({
+    organization_uid: Uuid,
+    from: DateOnly,
+    to: DateOnly,
+    metric_uids: Type.Array(Type.String(), { description: 'the presets computed' }),
+    values_written: Type.Integer(),
+    days: Type.Array(ComputedDay),
+  }),
+);

@@ -3,6 +3,7 @@ import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, badParameter, notFound, type FieldError } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
+import { ensurePresetDay } from './metric-presets.service.ts';
 import * as repo from './metrics.repository.ts';
 import {
   IMMUTABLE_DEFINITION_FIELDS,
@@ -12,6 +13,12 @@ import {
   type PatchMetricBodyT,
   type PatchValueBodyT,
 } from './metrics.schemas.ts';
+
+/**
+ * What an invoice or payment write calls in its transaction when receivables changed: the
+ * organization's preset values are recomputed shortly after (docs/metrics.md, "Kept fresh").
+ */
+export { markMetricsStale } from './metric-presets.service.ts';
 
 type ContextType = repo.DefinitionRow['contextType'];
 type TimeUnit = repo.ValueRow['timeUnit'];
@@ -292,6 +299,9 @@ export async function listValues(
   }
   const definition = await repo.findDefinition(db, ctx.organizationUid, metricUid);
   if (!definition) throw notFound('Metric');
+  // A preset's value for the day asked about is computed now when nothing computed it yet (a new
+  // organization sees its numbers at once, not after the next 00:15).
+  await ensurePresetDay(db, ctx.organizationUid, definition, filters, new Date());
   const { rows, total } = await repo.listValues(db, ctx.organizationUid, metricUid, {
     ...filters,
     limit: page.perPage,

@@ -9,6 +9,7 @@ import {
   pgTable,
   primaryKey,
   text,
+  timestamp,
   uniqueIndex,
   uuid,
 } from 'drizzle-orm/pg-core';
@@ -88,3 +89,17 @@ export const metricValues = pgTable(
     ),
   ],
 );
+
+/**
+ * Per organization, when its preset values need work (migration 0033, docs/metrics.md): a refresh
+ * asked for by an invoice or payment change and not yet done, and the last day the daily job computed
+ * after it had ended (the next run fills every later day).
+ */
+export const metricPresetStates = pgTable('metric_preset_states', {
+  organizationUid: uuid('organization_uid')
+    .primaryKey()
+    .references(() => organizations.uid, { onDelete: 'cascade' }),
+  refreshRequestedAt: timestamp('refresh_requested_at', { withTimezone: true }),
+  computedThrough: date('computed_through', { mode: 'string' }),
+  ...timestamps,
+});
