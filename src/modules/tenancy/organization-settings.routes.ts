@@ -2,9 +2,15 @@ import { Type } from 'typebox';
 import { envelope } from '../../platform/http/envelope.ts';
 import { DateTime, Envelope, errorResponses, Nullable, Uuid } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import { SEARCH_LANGUAGES } from '../../platform/db/text-search.ts';
 import * as service from './organization-settings.service.ts';
 
 const Params = Type.Object({ organization_uid: Uuid });
+const SearchLanguage = Type.Enum([...SEARCH_LANGUAGES], {
+  description:
+    'The PostgreSQL text search configuration knowledge and documents are indexed and searched in ' +
+    '(stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization\'s texts.',
+});
 const Settings = Type.Object({
   organization_uid: Uuid,
   segregation_of_duties: Type.Boolean({
@@ -23,6 +29,7 @@ const Settings = Type.Object({
     description:
       'Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration',
   }),
+  search_language: SearchLanguage,
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
@@ -39,6 +46,7 @@ const PatchBody = Type.Object(
         }),
       ),
     ),
+    search_language: Type.Optional(SearchLanguage),
   },
   { additionalProperties: false },
 );

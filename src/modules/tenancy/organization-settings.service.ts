@@ -4,6 +4,7 @@ import { requirePermission, type RequestContext } from '../../platform/http/cont
 import { notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
 import { recordUpdate } from '../audit/audit.service.ts';
+import type { SearchLanguage } from '../../platform/db/text-search.ts';
 
 export interface OrganizationSettings {
   organization_uid: string;
@@ -11,6 +12,7 @@ export interface OrganizationSettings {
   require_admin_mfa: boolean;
   slack_channel_id: string | null;
   slack_configured: boolean;
+  search_language: SearchLanguage;
   updated_at: string;
 }
 
@@ -18,6 +20,7 @@ export interface OrganizationSettingsChanges {
   segregation_of_duties?: boolean;
   require_admin_mfa?: boolean;
   slack_channel_id?: string | null;
+  search_language?: SearchLanguage;
 }
 
 function view(
@@ -26,6 +29,7 @@ function view(
     segregationOfDuties: boolean;
     requireAdminMfa: boolean;
     slackChannelId: string | null;
+    searchLanguage: string;
     updatedAt: Date;
   },
   chat: ChatClient,
@@ -37,6 +41,7 @@ function view(
     slack_channel_id: row.slackChannelId,
     // The deployment's, not the organization's: whether anything is posted at all (SLACK_BOT_TOKEN).
     slack_configured: chat.kind === 'slack',
+    search_language: row.searchLanguage as SearchLanguage,
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -86,6 +91,9 @@ export async function updateOrganizationSettings(
         : {}),
       ...(body.require_admin_mfa !== undefined ? { requireAdminMfa: body.require_admin_mfa } : {}),
       ...(channel !== undefined ? { slackChannelId: channel } : {}),
+      // A new language re-indexes the organization's knowledge and documents in this transaction
+      // (a trigger of migration 0032).
+      ...(body.search_language !== undefined ? { searchLanguage: body.search_language } : {}),
     });
     if (!before || !row) throw notFound('Organization');
     // The organization's controls (segregation of duties, second factor for admins) and where its
@@ -94,6 +102,7 @@ export async function updateOrganizationSettings(
       segregationOfDuties: r.segregationOfDuties,
       requireAdminMfa: r.requireAdminMfa,
       slackChannelId: r.slackChannelId,
+      searchLanguage: r.searchLanguage,
     });
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,

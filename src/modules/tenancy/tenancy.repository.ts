@@ -71,7 +71,12 @@ export async function userHasDefaultMembership(db: DbOrTx, userUid: string): Pro
 export async function updateOrganizationSettings(
   db: DbOrTx,
   organizationUid: string,
-  values: { segregationOfDuties?: boolean; requireAdminMfa?: boolean; slackChannelId?: string | null },
+  values: {
+    segregationOfDuties?: boolean;
+    requireAdminMfa?: boolean;
+    slackChannelId?: string | null;
+    searchLanguage?: string;
+  },
 ) {
   const [row] = await db
     .update(organizations)

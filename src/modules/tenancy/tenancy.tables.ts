@@ -27,6 +27,11 @@ export const organizations = pgTable('organizations', {
   requireAdminMfa: boolean('require_admin_mfa').notNull().default(false),
   /** Where agents without a channel of their own post their notifications (docs/agents.md). */
   slackChannelId: text('slack_channel_id'),
+  /**
+   * The PostgreSQL text search configuration its knowledge and documents are indexed and searched in
+   * (SEARCH_LANGUAGES; migration 0032 re-indexes on change, docs/knowledge.md#full-text-search).
+   */
+  searchLanguage: text('search_language').notNull().default('english'),
   ...timestamps,
 });
 
