@@ -7,6 +7,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { processKnowledgeDocument } from '../../src/modules/knowledge/knowledge-processing.ts';
+import { createCollectionsAgent, receivables, runAgent, tag } from '../helpers/agent-fixtures.ts';
+import { FakeLlm } from '../helpers/fake-llm.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { listeningTestApp, uploadWithForm, type ListeningTestApp } from '../helpers/presigned-post.ts';
 import { createPrincipals, type OrgPrincipals, type Principals } from '../helpers/principals.ts';
@@ -16,6 +18,7 @@ import { until } from '../helpers/until.ts';
 
 let t: ListeningTestApp;
 let p: Principals;
+let llm: FakeLlm;
 
 interface Hit {
   knowledge_document_uid: string;
@@ -74,7 +77,12 @@ let foreignPolicy: string;
 let spanish: string;
 
 beforeAll(async () => {
-  t = await listeningTestApp({ workers: true, env: { RATE_LIMIT_MAX: '100000' } });
+  // The collections agent's writer: a fake OpenAI-compatible model (search itself needs none).
+  llm = await new FakeLlm().start();
+  t = await listeningTestApp({
+    workers: true,
+    env: { RATE_LIMIT_MAX: '100000', LLM_BASE_URL: llm.baseUrl, LLM_MODEL: 'x' },
+  });
   p = await createPrincipals(t);
   policy = await addKnowledge(p.orgA, 'late-payment-policy.docx', [
     'Late payment policy',
@@ -101,7 +109,10 @@ beforeAll(async () => {
     'Política de cobro: cobraremos intereses de mora sobre los pagos atrasados.',
   ]);
 }, 60_000);
-afterAll(async () => t?.close());
+afterAll(async () => {
+  await t?.close();
+  await llm?.close();
+});
 
 describe('GET /api/knowledge/search', () => {
   it('stems in english: "paying" finds "pays", "payments" finds "payment"; the snippet marks the words', async () => {
@@ -294,6 +305,66 @@ describe('GET /api/search finds knowledge and documents by their text', () => {
       { entity_uid: uid, entity_type: 'document', label: 'Services agreement', subtitle: 'msa.txt' },
     ]);
     expect((await find(p.orgB.admin.key)).body.data.data).toEqual([]);
+  });
+});
+
+describe("the collections agent cites its organization's policy", () => {
+  /** An overdue invoice of `org`'s, the agent's run over it, and the approval it raised for it. */
+  async function remind(org: OrgPrincipals) {
+    const r = await receivables(t, org.admin.key);
+    const client = await r.client(`Client ${tag()}`, `ap-${tag()}@client.test`);
+    const invoice = await r.invoice(client.uid, { dueInDays: -20 });
+    const agent = await createCollectionsAgent(t, org.admin.key);
+    const calls = llm.requests.length;
+    const run = await runAgent(t, org.admin.key, agent.uid);
+    expect(run.attributes.status, JSON.stringify(run.attributes)).toBe('completed');
+    const approval = run.attributes.outcome.approvals.find(
+      (a: { invoice_uid: string }) => a.invoice_uid === invoice.uid,
+    );
+    const task = await call(t.app, 'GET', `/api/work-tasks/${approval.task_uid}`, { key: org.admin.key });
+    expect(task.status, task.raw).toBe(200);
+    const prompts = llm.requests.slice(calls).map((request) => JSON.stringify(request.json.messages));
+    return { task: task.body.data, prompts };
+  }
+
+  it("gives the model the best passages of the organization's own knowledge, with their file names", async () => {
+    llm.behaviour = {
+      kind: 'succeed',
+      content: JSON.stringify({
+        subject: 'Reminder',
+        body_text: 'Please pay (see late-payment-policy.docx).',
+      }),
+    };
+    const { task, prompts } = await remind(p.orgA);
+    expect(prompts).toHaveLength(1);
+    const prompt = prompts[0]!;
+    expect(prompt).toContain('late-payment-policy.docx');
+    expect(prompt).toContain('owes a late fee of 1.5% per month');
+    // Another organization's policy, with the same words, is never used.
+    expect(prompt).not.toContain('orgb-late-payment.docx');
+    expect(prompt).not.toContain('Org B');
+    expect(task.reasoning).toContain("with the organization's policy from late-payment-policy.docx");
+    expect(task.tool_args.body).toContain('late-payment-policy.docx');
+  });
+
+  it("another organization's agent sees only its own knowledge (here in spanish)", async () => {
+    llm.behaviour = { kind: 'succeed' };
+    const { prompts } = await remind(p.orgB);
+    const prompt = prompts[0]!;
+    expect(prompt).toContain('politica-de-cobro.docx');
+    expect(prompt).not.toContain('late-payment-policy.docx');
+    expect(prompt).not.toContain('1.5% per month');
+  });
+
+  it('the template (the model failing) carries one cited sentence of the policy', async () => {
+    llm.behaviour = { kind: 'fail', status: 500 };
+    const { task } = await remind(p.orgA);
+    expect(task.tool_args.body).toMatch(
+      /As set out in our policy document late-payment-policy\.docx: ".*owes a late fee of 1\.5% per month.*"/,
+    );
+    // Before the sign-off, which stays last.
+    expect(task.tool_args.body.trim()).toMatch(/Thank you,\n[^\n]+$/);
+    expect(task.tool_args.body).not.toContain('orgb-late-payment.docx');
   });
 });
 

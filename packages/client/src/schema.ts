@@ -1354,6 +1354,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/knowledge/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Full-text search of the organization's knowledge documents, best first, with snippets
+         * @description Searches the text extracted from the documents that finished processing (`ready`), in the organization's search language (organization settings `search_language`, default english): stemmed, stop words ignored, web-search syntax (`"late fee"`, `or`, `-draft`). Best first, then newest. Each item has `snippet.text` (plain text) and `snippet.highlights` (offsets of the matched words). `data.items` and `data._meta`; `per_page` 1–50, default 10. See docs/knowledge.md.
+         */
+        get: operations["searchKnowledge"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/knowledge/{uid}": {
         parameters: {
             query?: never;
@@ -3205,6 +3225,11 @@ export interface components {
             segregation_of_duties?: boolean;
             require_admin_mfa?: boolean;
             slack_channel_id?: string | null;
+            /**
+             * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
+             * @enum {unknown}
+             */
+            search_language?: "simple" | "arabic" | "armenian" | "basque" | "catalan" | "danish" | "dutch" | "english" | "finnish" | "french" | "german" | "greek" | "hindi" | "hungarian" | "indonesian" | "irish" | "italian" | "lithuanian" | "nepali" | "norwegian" | "portuguese" | "romanian" | "russian" | "serbian" | "spanish" | "swedish" | "tamil" | "turkish" | "yiddish";
         };
         UpdatePartyBody: {
             name?: string;
@@ -10510,6 +10535,77 @@ export interface operations {
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
+    searchKnowledge: {
+        parameters: {
+            query: {
+                /** @description Words to find in the documents' extracted text, in web-search syntax: `"a phrase"`, `or`, `-word`. Stemmed in the organization's search language (`paying` finds `pays`). */
+                q: string;
+                organization_uid?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: {
+                                /** Format: uuid */
+                                knowledge_document_uid: string;
+                                filename: string;
+                                content_type: string;
+                                /** @description Relevance (`ts_rank_cd`, higher is better); results come best first */
+                                rank: number;
+                                /** @description Where the document matches */
+                                snippet: {
+                                    /** @description Plain text: up to two passages of the document around the matches, joined by " … " */
+                                    text: string;
+                                    /** @description `[start, end)` offsets into `text` (UTF-16 code units, as JavaScript string indexes) of each matched word. The text carries no markup: render it as text and mark these ranges. */
+                                    highlights: number[][];
+                                };
+                                /** Format: date-time */
+                                created_at: string;
+                                /** Format: date-time */
+                                updated_at: string;
+                            }[];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
     getKnowledgeDocument: {
         parameters: {
             query?: {
@@ -10701,6 +10797,11 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /**
+                             * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
+                             * @enum {unknown}
+                             */
+                            search_language: "simple" | "arabic" | "armenian" | "basque" | "catalan" | "danish" | "dutch" | "english" | "finnish" | "french" | "german" | "greek" | "hindi" | "hungarian" | "indonesian" | "irish" | "italian" | "lithuanian" | "nepali" | "norwegian" | "portuguese" | "romanian" | "russian" | "serbian" | "spanish" | "swedish" | "tamil" | "turkish" | "yiddish";
                             /** Format: date-time */
                             updated_at: string;
                         };
@@ -10762,6 +10863,11 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /**
+                             * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
+                             * @enum {unknown}
+                             */
+                            search_language: "simple" | "arabic" | "armenian" | "basque" | "catalan" | "danish" | "dutch" | "english" | "finnish" | "french" | "german" | "greek" | "hindi" | "hungarian" | "indonesian" | "irish" | "italian" | "lithuanian" | "nepali" | "norwegian" | "portuguese" | "romanian" | "russian" | "serbian" | "spanish" | "swedish" | "tamil" | "turkish" | "yiddish";
                             /** Format: date-time */
                             updated_at: string;
                         };

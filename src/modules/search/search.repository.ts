@@ -399,10 +399,7 @@ export async function findDocumentsByText(db: DbOrTx, org: string, q: string, li
     .from(d)
     .innerJoin(textQuery(org, q), sql`true`)
     .where(
-      and(
-        eq(d.organizationUid, org),
-        sql`${d}.search_vector is not null and ${d}.search_vector @@ tq.query`,
-      ),
+      and(eq(d.organizationUid, org), sql`${d}.search_vector is not null and ${d}.search_vector @@ tq.query`),
     )
     .orderBy(sql`ts_rank_cd(${d}.search_vector, tq.query, 1) desc`, desc(d.updatedAt), desc(d.uid))
     .limit(limit);

@@ -9,7 +9,7 @@ const Params = Type.Object({ organization_uid: Uuid });
 const SearchLanguage = Type.Enum([...SEARCH_LANGUAGES], {
   description:
     'The PostgreSQL text search configuration knowledge and documents are indexed and searched in ' +
-    '(stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization\'s texts.',
+    "(stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.",
 });
 const Settings = Type.Object({
   organization_uid: Uuid,
