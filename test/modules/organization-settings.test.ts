@@ -52,6 +52,7 @@ describe('GET /api/organization/{uid}/settings', () => {
         require_admin_mfa: false,
         slack_channel_id: null,
         slack_configured: true,
+        search_language: 'english',
         updated_at: expect.any(String),
       });
     }
