@@ -3,6 +3,7 @@ import type { Db } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { badParameter, notFound, validationFailed } from '../../platform/http/errors.ts';
 import { readHeadline, type Snippet } from '../../platform/db/text-search.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { normalizeContentType } from '../../platform/storage/multipart-upload.ts';
@@ -222,10 +223,14 @@ export async function searchKnowledge(
 ): Promise<{ items: KnowledgePassage[]; total: number }> {
   const text = q.trim();
   if (text.length < 2) throw badParameter('q', 'q needs at least 2 characters');
-  const { rows, total } = await repo.searchKnowledgeText(deps.db, ctx.organizationUid, text, {
-    limit: page.perPage,
-    offset: offsetOf(page),
-  });
+  // Outside the row policy, as every text-filtered read: `@@` is not leakproof, so under the policy the
+  // (organization, vector) index could not serve it. The statements name the organization themselves.
+  const { rows, total } = await withTextSearchIndexes(true, () =>
+    repo.searchKnowledgeText(deps.db, ctx.organizationUid, text, {
+      limit: page.perPage,
+      offset: offsetOf(page),
+    }),
+  );
   return {
     items: rows.map((r) => ({
       knowledge_document_uid: r.uid,
