@@ -82,6 +82,7 @@ import { refreshOnApprovalChange } from './modules/agents/notification-delivery.
 import { onApprovalChanged } from './modules/work-tasks/approval-state.service.ts';
 import { registerMetricJobs } from './modules/metrics/metrics.jobs.ts';
 import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
+import { registerDocumentJobs } from './modules/documents/documents.jobs.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { registerWebhookJobs } from './modules/webhooks/webhooks.jobs.ts';
 import { loggerOptions, requestChildLogger } from './platform/logging.ts';
@@ -132,7 +133,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'conversations', routes: [conversationRoutes] },
   { name: 'metrics', routes: [metricRoutes], jobs: registerMetricJobs },
   { name: 'knowledge', routes: [knowledgeRoutes], jobs: registerKnowledgeJobs },
-  { name: 'documents', routes: [documentRoutes] },
+  { name: 'documents', routes: [documentRoutes], jobs: registerDocumentJobs },
   { name: 'organization-settings', routes: [organizationSettingsRoutes] },
   { name: 'audit', routes: [auditRoutes], jobs: registerAuditJobs },
   { name: 'members', routes: [memberRoutes, invitationRoutes] },

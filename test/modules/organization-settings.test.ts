@@ -56,6 +56,7 @@ describe('GET /api/organization/{uid}/settings', () => {
         address: '',
         tax_id: null,
         payment_instructions: '',
+        search_language: 'english',
         updated_at: expect.any(String),
       });
     }

@@ -11,6 +11,9 @@ import { prepareEmail, reviseEmail } from '../email/email-prepare.service.ts';
 import { runSendJob } from '../email/email-sending.ts';
 import { formatLongDate, formatMoney } from '../email/email-tokens.ts';
 import { getInvoice } from '../invoices/invoices.service.ts';
+import { searchKnowledge } from '../knowledge/knowledge.service.ts';
+import { withPolicy } from '../../platform/llm/builtin-composer.ts';
+import type { PolicyPassage } from '../../platform/llm/text-generation.ts';
 import type { InvoiceView } from '../invoices/invoice-view.ts';
 import { systemContext } from '../tenancy/system-context.ts';
 import {
@@ -80,19 +83,63 @@ function reminderTemplate(view: InvoiceView): { subject: string; body_text: stri
   };
 }
 
-/** Inference when a language model is configured, the template otherwise (or when inference fails). */
+/**
+ * What the agent looks for in the organization's knowledge before writing a reminder: the words of an
+ * overdue invoice's situation, in English and Spanish (the organization's search language stems them;
+ * words of the other language simply match nothing). Web-search syntax: any of these.
+ */
+export const POLICY_QUERY =
+  '"late payment" or "late fee" or overdue or "past due" or "payment terms" or interest or penalty or ' +
+  'mora or "pago atrasado" or vencida or "condiciones de pago" or intereses';
+/** Passages given to the writer: the best two documents. */
+const POLICY_PASSAGES = 2;
+
+/**
+ * The organization's own policy on late payment, from its knowledge (full-text search in its search
+ * language, the call's organization only): the best passages with their documents' names, for the
+ * writer to cite. Nothing found (or no knowledge): none, and the reminder is written as before.
+ */
+async function findPolicy(env: RunEnv, ctx: RequestContext): Promise<PolicyPassage[]> {
+  const { items } = await searchKnowledge({ db: env.db }, ctx, POLICY_QUERY, {
+    page: 1,
+    perPage: POLICY_PASSAGES,
+  });
+  return items
+    .filter((hit) => hit.snippet.text !== '')
+    .map((hit) => ({ filename: hit.filename, text: hit.snippet.text }));
+}
+
+/**
+ * Inference when a language model is configured, the template otherwise (or when inference fails).
+ * Either way the organization's policy is used when its knowledge has some: the model gets the passages
+ * to cite, the template gets one cited sentence before its sign-off.
+ */
 async function composeReminder(env: RunEnv, ctx: RequestContext, step: RunStep, view: InvoiceView) {
   const template = reminderTemplate(view);
+  const policy = await findPolicy(env, ctx);
+  const cited = policy.map((p) => p.filename);
   if (env.config.llm.kind !== 'builtin') {
-    const inferred = await prepareEmail(env.db, env.generator, ctx, {
-      context_type: 'invoice',
-      context_uid: view.uid,
-      mode: 'inference',
-      prompt_hint: (step.agent.instructions || 'A polite, firm payment reminder.').slice(0, 4000),
-    });
+    const inferred = await prepareEmail(
+      env.db,
+      env.generator,
+      ctx,
+      {
+        context_type: 'invoice',
+        context_uid: view.uid,
+        mode: 'inference',
+        prompt_hint: (step.agent.instructions || 'A polite, firm payment reminder.').slice(0, 4000),
+      },
+      new Date(),
+      { policy },
+    );
     step.addUsage(inferred.usage);
     if (!inferred.email.errors.some((e) => e.token === '{inference}'))
-      return { subject: inferred.email.subject, body: inferred.email.body_text, mode: 'inference' as const };
+      return {
+        subject: inferred.email.subject,
+        body: inferred.email.body_text,
+        mode: 'inference' as const,
+        policy: cited,
+      };
   }
   const rendered = await prepareEmail(env.db, env.generator, ctx, {
     context_type: 'invoice',
@@ -100,7 +147,17 @@ async function composeReminder(env: RunEnv, ctx: RequestContext, step: RunStep, 
     mode: 'template',
     ...template,
   });
-  return { subject: rendered.email.subject, body: rendered.email.body_text, mode: 'template' as const };
+  // After rendering: the passage is the organization's text, never a template of tokens.
+  const email = withPolicy(
+    { subject: rendered.email.subject, body_text: rendered.email.body_text },
+    policy[0],
+  );
+  return {
+    subject: email.subject,
+    body: email.body_text,
+    mode: 'template' as const,
+    policy: cited.slice(0, 1),
+  };
 }
 
 /** Why the agent must leave this invoice alone now, or null. */
@@ -525,7 +582,12 @@ async function sweep(env: RunEnv, step: RunStep, ctx: RequestContext, now: Date)
         return raiseApproval(tx, {
           agent,
           title,
-          reasoning: `${facts}. I wrote a ${email.mode === 'inference' ? 'reminder with the language model' : 'reminder from the template'} to ${client.email}; approve to send it, edit tool_args to change it, or reject.`,
+          reasoning:
+            `${facts}. I wrote a ${email.mode === 'inference' ? 'reminder with the language model' : 'reminder from the template'} to ${client.email}` +
+            (email.policy.length > 0
+              ? `, with the organization's policy from ${email.policy.join(' and ')}`
+              : '') +
+            '; approve to send it, edit tool_args to change it, or reject.',
           toolArgs: { ...toolArgs },
           trigger: run.trigger,
           priority: view.overdue_days > 60 ? 'high' : 'medium',

@@ -23,3 +23,25 @@ export async function findDocument(
     .where(and(inArray(documents.organizationUid, organizationUids), eq(documents.uid, uid)));
   return row;
 }
+
+/** `pending` → `ready` (with the text), `none` or `failed`, only from `pending`. */
+export async function recordDocumentText(
+  db: DbOrTx,
+  organizationUid: string,
+  uid: string,
+  status: 'ready' | 'none' | 'failed',
+  text: string | null,
+): Promise<boolean> {
+  const rows = await db
+    .update(documents)
+    .set({ textStatus: status, extractedText: text })
+    .where(
+      and(
+        eq(documents.organizationUid, organizationUid),
+        eq(documents.uid, uid),
+        eq(documents.textStatus, 'pending'),
+      ),
+    )
+    .returning({ uid: documents.uid });
+  return rows.length === 1;
+}

@@ -24,6 +24,7 @@ export async function documentRoutes(app: App, deps: AppDeps) {
   const documentDeps = (request: FastifyRequest): service.DocumentDeps => ({
     db: deps.database.db,
     storage: deps.objectStorage,
+    jobs: deps.jobs,
     urlExpiresS: deps.config.presignedUrlExpiresS,
     onOrphan: (key, error) =>
       request.log.error({ err: error, storage_key: key }, 'document object left without a row'),

@@ -3,12 +3,16 @@ import { createReadStream } from 'node:fs';
 import type { Db } from '../../platform/db/client.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { notFound } from '../../platform/http/errors.ts';
+import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
+import { DOCUMENT_TEXT_QUEUE, type DocumentTextJobData } from './document-text.ts';
 import * as repo from './documents.repository.ts';
 
 export interface DocumentDeps {
   db: Db;
   storage: ObjectStorage;
+  /** Where the text extraction job of a new document is enqueued (in the insert's transaction). */
+  jobs: Jobs;
   /** Lifetime of the presigned_url handed out, seconds. */
   urlExpiresS: number;
   /** Told when an object could not be removed after a failed insert (it is then an orphan). */
@@ -81,8 +85,9 @@ export async function createDocument(
   let row: repo.DocumentRow;
   try {
     // One transaction, so that under an Idempotency-Key the row and the stored answer commit together.
-    row = await deps.db.transaction((tx) =>
-      repo.insertDocument(tx, {
+    // The text for search is read by a job, enqueued here so it exists exactly when the row does.
+    row = await deps.db.transaction(async (tx) => {
+      const inserted = await repo.insertDocument(tx, {
         uid,
         organizationUid: ctx.organizationUid,
         filename: input.filename,
@@ -92,8 +97,15 @@ export async function createDocument(
         sha256: input.sha256,
         storageKey: key,
         uploadedByUid: ctx.principal.user.uid,
-      }),
-    );
+      });
+      await deps.jobs.enqueue<DocumentTextJobData>(
+        tx,
+        DOCUMENT_TEXT_QUEUE,
+        { organization_uid: ctx.organizationUid, document_uid: uid },
+        { retryLimit: 2, retryDelaySeconds: 15 },
+      );
+      return inserted;
+    });
   } catch (error) {
     try {
       await deps.storage.deleteObject(key);

@@ -2,6 +2,8 @@ import { sql } from 'drizzle-orm';
 import { bigint, index, pgTable, text, uuid } from 'drizzle-orm/pg-core';
 import { organizations, timestamps } from '../tenancy/tenancy.tables.ts';
 
+export const DOCUMENT_TEXT_STATUSES = ['pending', 'ready', 'none', 'failed'] as const;
+
 /** Documents (CONTRACT §4): files kept for search and for `invoice.document_uid`. */
 export const documents = pgTable(
   'documents',
@@ -19,6 +21,10 @@ export const documents = pgTable(
     sha256: text('sha256').notNull(),
     storageKey: text('storage_key').notNull(),
     uploadedByUid: uuid('uploaded_by_uid'),
+    /** Plain text extracted for search by the extraction job (null until then, or when there is none). */
+    extractedText: text('extracted_text'),
+    /** `pending` until the extraction job has run; then `ready` (text found), `none` or `failed`. */
+    textStatus: text('text_status', { enum: DOCUMENT_TEXT_STATUSES }).notNull().default('pending'),
     ...timestamps,
   },
   (t) => [

@@ -11,6 +11,7 @@ import { applyFeedback } from '../../platform/llm/builtin-composer.ts';
 import {
   TextGenerationError,
   type InvoiceFacts,
+  type PolicyPassage,
   type TextGenerator,
   type TokenUsage,
 } from '../../platform/llm/text-generator.ts';
@@ -112,6 +113,8 @@ export async function prepareEmail(
   ctx: RequestContext,
   body: PrepareEmailBodyT,
   now: Date = new Date(),
+  /** Inference mode: the organization's policy passages for the writer (the collections agent's). */
+  extra: { policy?: PolicyPassage[] } = {},
 ): Promise<PrepareResult> {
   const mode = body.mode ?? 'template';
   if (mode === 'template') {
@@ -139,6 +142,7 @@ export async function prepareEmail(
       context_type: body.context_type,
       facts: factsOf(invoice, source, now),
       prompt_hint: body.prompt_hint,
+      policy: extra.policy,
     });
     if (echoesHint(generated, body.prompt_hint)) {
       throw new TextGenerationError(

@@ -1,5 +1,8 @@
-import { and, asc, desc, eq, inArray, lt, ne, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, inArray, lt, ne, sql, type SQL } from 'drizzle-orm';
+import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../platform/db/client.ts';
+import { FRAGMENT_DELIMITER, HIGHLIGHT_START, HIGHLIGHT_STOP } from '../../platform/db/text-search.ts';
+import { organizations } from '../tenancy/tenancy.tables.ts';
 import { knowledgeDocuments } from './knowledge.tables.ts';
 
 export type KnowledgeDocumentRow = typeof knowledgeDocuments.$inferSelect;
@@ -170,4 +173,93 @@ export async function deleteKnowledgeDocument(
 ): Promise<KnowledgeDocumentRow | undefined> {
   const [row] = await tx.delete(knowledgeDocuments).where(one(organizationUid, uid)).returning();
   return row;
+}
+
+/**
+ * Options of `ts_headline`: our markers (text-search.ts), up to two fragments of 8 to 25 words. The
+ * headline is made from the first `HEADLINE_CHARS` characters of the text: it parses the text it is
+ * given, and a million characters per result would cost a second; a match past them still ranks, with
+ * the snippet from the text's start.
+ */
+export const HEADLINE_CHARS = 100_000;
+export const HEADLINE_OPTIONS =
+  `StartSel=${HIGHLIGHT_START}, StopSel=${HIGHLIGHT_STOP}, MaxFragments=2, MaxWords=25, MinWords=8, ` +
+  `ShortWord=2, FragmentDelimiter="${FRAGMENT_DELIMITER}"`;
+
+/** The text a headline is made from: its start, without our marker characters. */
+export const headlineSource = (text: AnyPgColumn | SQL) =>
+  sql`translate(left(${text}, ${HEADLINE_CHARS}), ${HIGHLIGHT_START + HIGHLIGHT_STOP}, '')`;
+
+/**
+ * The organization's search language and `q` as a `websearch_to_tsquery` in it (one row), for a query
+ * to cross-join: the query is computed once and the GIN index (organization_uid, search_vector) is
+ * probed with it.
+ */
+export const textQuery = (organizationUid: string, q: string) =>
+  sql`(select o.search_language::regconfig as config, websearch_to_tsquery(o.search_language::regconfig, ${q}) as query
+       from ${organizations} o where o.uid = ${organizationUid})`;
+
+/**
+ * The knowledge documents that can be found: the organization's, processed (`ready`), with text. A
+ * document's vector is null until its text is extracted, so one still `processing` never matches.
+ */
+const searchable = (organizationUid: string) =>
+  and(
+    eq(knowledgeDocuments.organizationUid, organizationUid),
+    eq(knowledgeDocuments.status, 'ready'),
+    sql`${knowledgeDocuments}.search_vector is not null`,
+  )!;
+
+export interface KnowledgeTextMatch {
+  uid: string;
+  filename: string;
+  contentType: string;
+  createdAt: Date;
+  updatedAt: Date;
+  rank: number;
+  headline: string;
+}
+
+/**
+ * Full-text search of an organization's knowledge (`websearch_to_tsquery` in its search language),
+ * best first (`ts_rank_cd`, normalized by the document's length so a long file does not win by size
+ * alone; then newest, then uid), a page of it, each with a `ts_headline` snippet (made for the page's
+ * rows only), and how many match in all.
+ */
+export async function searchKnowledgeText(
+  db: DbOrTx,
+  organizationUid: string,
+  q: string,
+  page: { limit: number; offset: number },
+): Promise<{ rows: KnowledgeTextMatch[]; total: number }> {
+  const k = knowledgeDocuments;
+  const where = and(searchable(organizationUid), sql`${k}.search_vector @@ tq.query`);
+  const matches = sql`
+    select ${k.uid} as uid, ${k.filename} as filename, ${k.contentType} as content_type,
+           ${k.createdAt} as created_at, ${k.updatedAt} as updated_at,
+           ts_rank_cd(${k}.search_vector, tq.query, 1)::float8 as rank
+      from ${k}, ${textQuery(organizationUid, q)} tq
+     where ${where}`;
+  const [pageRows, counted] = await Promise.all([
+    db.execute(sql`
+      select m.uid, m.filename, m.content_type, m.created_at, m.updated_at, m.rank,
+             ts_headline(tq.config, ${headlineSource(sql`d.extracted_text`)}, tq.query, ${HEADLINE_OPTIONS}) as headline
+        from (${matches} order by rank desc, ${k.createdAt} desc, ${k.uid} desc
+              limit ${page.limit} offset ${page.offset}) m
+        join ${k} d on d.uid = m.uid and d.organization_uid = ${organizationUid},
+             ${textQuery(organizationUid, q)} tq
+       order by m.rank desc, m.created_at desc, m.uid desc`),
+    db.execute(sql`select count(*)::int as n from ${k}, ${textQuery(organizationUid, q)} tq where ${where}`),
+  ]);
+  const rows = (pageRows as unknown as { rows: Record<string, unknown>[] }).rows.map((r) => ({
+    uid: r.uid as string,
+    filename: r.filename as string,
+    contentType: r.content_type as string,
+    createdAt: new Date(r.created_at as string),
+    updatedAt: new Date(r.updated_at as string),
+    rank: Number(r.rank),
+    headline: r.headline as string,
+  }));
+  const [count] = (counted as unknown as { rows: { n: number }[] }).rows;
+  return { rows, total: Number(count?.n ?? 0) };
 }

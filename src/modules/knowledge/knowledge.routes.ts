@@ -9,6 +9,8 @@ import {
   KnowledgeDocument,
   KnowledgeListEnvelope,
   KnowledgeListQuery,
+  KnowledgeSearchEnvelope,
+  KnowledgeSearchQuery,
   KnowledgeUidParams,
   PresignBody,
   PresignResponse,
@@ -105,6 +107,36 @@ export async function knowledgeRoutes(app: App, deps: AppDeps) {
         page,
       );
       return envelope({ items, _meta: pageMeta(page, total) }, 'Knowledge documents');
+    },
+  );
+
+  app.get(
+    '/api/knowledge/search',
+    {
+      schema: {
+        operationId: 'searchKnowledge',
+        tags: ['Knowledge', 'Search'],
+        summary: "Full-text search of the organization's knowledge documents, best first, with snippets",
+        description:
+          'Searches the text extracted from the documents that finished processing (`ready`), in the ' +
+          "organization's search language (organization settings `search_language`, default english): " +
+          'stemmed, stop words ignored, web-search syntax (`"late fee"`, `or`, `-draft`). Best first, then ' +
+          'newest. Each item has `snippet.text` (plain text) and `snippet.highlights` (offsets of the matched ' +
+          'words). `data.items` and `data._meta`; `per_page` 1–50, default 10. See docs/knowledge.md.',
+        querystring: KnowledgeSearchQuery,
+        response: { 200: KnowledgeSearchEnvelope, ...errorResponses },
+      },
+      config: { scope: 'knowledge:write' },
+    },
+    async (request) => {
+      const page = pageRequest(request.query, 10);
+      const { items, total } = await service.searchKnowledge(
+        knowledgeDeps,
+        request.tenant(request.query.organization_uid),
+        request.query.q,
+        page,
+      );
+      return envelope({ items, _meta: pageMeta(page, total) }, 'Knowledge search results');
     },
   );
 

@@ -95,3 +95,43 @@ export const KnowledgeListQuery = Type.Object({ organization_uid: Type.Optional(
 export const KnowledgeListEnvelope = Envelope(
   Type.Object({ items: Type.Array(Type.Ref('KnowledgeDocument')), _meta: PageMeta }),
 );
+
+export const KnowledgeSearchQuery = Type.Object({
+  q: Type.String({
+    minLength: 2,
+    maxLength: 200,
+    description:
+      'Words to find in the documents\' extracted text, in web-search syntax: `"a phrase"`, `or`, `-word`. ' +
+      "Stemmed in the organization's search language (`paying` finds `pays`).",
+  }),
+  organization_uid: Type.Optional(Uuid),
+  ...pageQuery(10, 50),
+});
+export type KnowledgeSearchQueryT = Static<typeof KnowledgeSearchQuery>;
+
+export const KnowledgeSearchHit = Type.Object({
+  knowledge_document_uid: Uuid,
+  filename: Type.String(),
+  content_type: Type.String(),
+  rank: Type.Number({ description: 'Relevance (`ts_rank_cd`, higher is better); results come best first' }),
+  snippet: Type.Object(
+    {
+      text: Type.String({
+        description: 'Plain text: up to two passages of the document around the matches, joined by " … "',
+      }),
+      highlights: Type.Array(Type.Array(Type.Integer({ minimum: 0 }), { minItems: 2, maxItems: 2 }), {
+        description:
+          '`[start, end)` offsets into `text` (UTF-16 code units, as JavaScript string indexes) of each matched ' +
+          'word. The text carries no markup: render it as text and mark these ranges.',
+      }),
+    },
+    { description: 'Where the document matches' },
+  ),
+  created_at: DateTime,
+  updated_at: DateTime,
+});
+export type KnowledgeSearchHitT = Static<typeof KnowledgeSearchHit>;
+
+export const KnowledgeSearchEnvelope = Envelope(
+  Type.Object({ items: Type.Array(KnowledgeSearchHit), _meta: PageMeta }),
+);

@@ -1,7 +1,9 @@
 import crypto from 'node:crypto';
 import type { Db } from '../../platform/db/client.ts';
 import { inOrganization, memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
-import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { AppError, badParameter, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { readHeadline, type Snippet } from '../../platform/db/text-search.ts';
+import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { normalizeContentType } from '../../platform/storage/multipart-upload.ts';
@@ -249,4 +251,50 @@ export async function deleteKnowledgeDocument(
     return view;
   });
   return deleted;
+}
+
+export interface KnowledgePassage {
+  knowledge_document_uid: string;
+  filename: string;
+  content_type: string;
+  rank: number;
+  snippet: Snippet;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/**
+ * Full-text search of the call's organization's knowledge (docs/knowledge.md#full-text-search): the
+ * extracted text of its `ready` documents, in the organization's search language, best first, a page at
+ * a time, each with a snippet. The same function serves `GET /api/knowledge/search` and the collections
+ * agent (which cites what it finds), so both see exactly one organization's documents.
+ */
+export async function searchKnowledge(
+  deps: Pick<KnowledgeDeps, 'db'>,
+  ctx: RequestContext,
+  q: string,
+  page: PageRequest,
+): Promise<{ items: KnowledgePassage[]; total: number }> {
+  const text = q.trim();
+  if (text.length < 2) throw badParameter('q', 'q needs at least 2 characters');
+  // Outside the row policy, as every text-filtered read: `@@` is not leakproof, so under the policy the
+  // (organization, vector) index could not serve it. The statements name the organization themselves.
+  const { rows, total } = await withTextSearchIndexes(true, () =>
+    repo.searchKnowledgeText(deps.db, ctx.organizationUid, text, {
+      limit: page.perPage,
+      offset: offsetOf(page),
+    }),
+  );
+  return {
+    items: rows.map((r) => ({
+      knowledge_document_uid: r.uid,
+      filename: r.filename,
+      content_type: r.contentType,
+      rank: r.rank,
+      snippet: readHeadline(r.headline),
+      created_at: r.createdAt,
+      updated_at: r.updatedAt,
+    })),
+    total,
+  };
 }

@@ -1,4 +1,4 @@
-import { and, eq, ilike, ne, or, sql, type SQL } from 'drizzle-orm';
+import { and, desc, eq, ilike, ne, or, sql, type SQL } from 'drizzle-orm';
 import type { AnyPgColumn, PgSelect, PgTable } from 'drizzle-orm/pg-core';
 import type { DbOrTx } from '../../platform/db/client.ts';
 import { conversations, messages } from '../conversations/conversations.tables.ts';
@@ -6,6 +6,7 @@ import { documents } from '../documents/documents.tables.ts';
 import { invoices } from '../invoices/invoices.tables.ts';
 import { knowledgeDocuments } from '../knowledge/knowledge.tables.ts';
 import { parties } from '../parties/parties.tables.ts';
+import { organizations } from '../tenancy/tenancy.tables.ts';
 import { workTasks } from '../work-tasks/work-tasks.tables.ts';
 
 /** The total as a decimal string; the same expression as the `invoices_total_text_trgm_idx` index. */
@@ -358,3 +359,48 @@ export const findLinkableParties = (db: DbOrTx, org: string, pattern: string, li
   find(db, linkablePartySource, org, pattern, limit);
 export const findLinkableMessages = (db: DbOrTx, org: string, pattern: string, limit: number) =>
   find(db, linkableMessageSource, org, pattern, limit);
+
+// ---- extracted text (docs/knowledge.md#full-text-search) ----
+
+/**
+ * `q` as a `websearch_to_tsquery` in the organization's search language, one row to cross-join: the
+ * query is computed once and probes the (organization_uid, search_vector) GIN index.
+ */
+const textQuery = (organizationUid: string, q: string) =>
+  sql`(select websearch_to_tsquery(o.search_language::regconfig, ${q}) as query
+       from ${organizations} o where o.uid = ${organizationUid}) tq`;
+
+/**
+ * Knowledge documents whose extracted text matches `q`, best first (`ts_rank_cd`, then newest): beside
+ * the filename match of interface 4.4 rule 1. Only `ready` documents have a vector.
+ */
+export async function findKnowledgeByText(db: DbOrTx, org: string, q: string, limit: number) {
+  const k = knowledgeDocuments;
+  return db
+    .select({ uid: k.uid, filename: k.filename, contentType: k.contentType, createdAt: k.createdAt })
+    .from(k)
+    .innerJoin(textQuery(org, q), sql`true`)
+    .where(
+      and(
+        eq(k.organizationUid, org),
+        eq(k.status, 'ready'),
+        sql`${k}.search_vector is not null and ${k}.search_vector @@ tq.query`,
+      ),
+    )
+    .orderBy(sql`ts_rank_cd(${k}.search_vector, tq.query, 1) desc`, desc(k.createdAt), desc(k.uid))
+    .limit(limit);
+}
+
+/** Documents whose extracted text matches `q`, best first, then most recently modified. */
+export async function findDocumentsByText(db: DbOrTx, org: string, q: string, limit: number) {
+  const d = documents;
+  return db
+    .select({ uid: d.uid, filename: d.filename, documentName: d.documentName, updatedAt: d.updatedAt })
+    .from(d)
+    .innerJoin(textQuery(org, q), sql`true`)
+    .where(
+      and(eq(d.organizationUid, org), sql`${d}.search_vector is not null and ${d}.search_vector @@ tq.query`),
+    )
+    .orderBy(sql`ts_rank_cd(${d}.search_vector, tq.query, 1) desc`, desc(d.updatedAt), desc(d.uid))
+    .limit(limit);
+}

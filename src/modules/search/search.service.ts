@@ -27,7 +27,14 @@ export function parseTypes(value: string | undefined): SearchType[] {
   return types;
 }
 
-type Finder = (db: Db, ctx: RequestContext, pattern: string | null, limit: number) => Promise<SearchItemT[]>;
+/** `pattern`: the LIKE pattern of `q` (null in suggest mode); `q`: the trimmed text, for full-text matches. */
+type Finder = (
+  db: Db,
+  ctx: RequestContext,
+  pattern: string | null,
+  limit: number,
+  q: string | null,
+) => Promise<SearchItemT[]>;
 
 const FINDERS: Record<SearchType, Finder> = {
   invoice: async (db, ctx, pattern, limit) =>
@@ -63,21 +70,41 @@ const FINDERS: Record<SearchType, Finder> = {
       label: r.subject,
       subtitle: `${r.channel} · ${r.status}`,
     })),
-  document: async (db, ctx, pattern, limit) =>
-    (await repo.findDocuments(db, ctx.organizationUid, pattern, limit)).map((r) => ({
+  document: async (db, ctx, pattern, limit, q) => {
+    const [named, texts] = await Promise.all([
+      repo.findDocuments(db, ctx.organizationUid, pattern, limit),
+      q === null ? [] : repo.findDocumentsByText(db, ctx.organizationUid, q, limit),
+    ]);
+    return withTextMatches(named, texts, limit).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'document',
       label: r.documentName || r.filename,
       subtitle: r.filename,
-    })),
-  knowledge: async (db, ctx, pattern, limit) =>
-    (await repo.findKnowledge(db, ctx.organizationUid, pattern, limit)).map((r) => ({
+    }));
+  },
+  knowledge: async (db, ctx, pattern, limit, q) => {
+    const [named, texts] = await Promise.all([
+      repo.findKnowledge(db, ctx.organizationUid, pattern, limit),
+      q === null ? [] : repo.findKnowledgeByText(db, ctx.organizationUid, q, limit),
+    ]);
+    return withTextMatches(named, texts, limit).map((r) => ({
       entity_uid: r.uid,
       entity_type: 'knowledge',
       label: r.filename,
       subtitle: r.contentType,
-    })),
+    }));
+  },
 };
+
+/**
+ * Documents and knowledge also match on their extracted text (full text, docs/search.md#matching-rule-1):
+ * the matches by name come first, as rule 1 and 2 order them, then those found only in the text, best
+ * first, up to the type's share.
+ */
+function withTextMatches<T extends { uid: string }>(named: T[], texts: T[], limit: number): T[] {
+  const seen = new Set(named.map((r) => r.uid));
+  return [...named, ...texts.filter((r) => !seen.has(r.uid))].slice(0, limit);
+}
 
 /**
  * `GET /api/search` (interface 4.4): one query per requested type, each limited to the type's share,
@@ -88,14 +115,15 @@ export async function search(db: Db, ctx: RequestContext, query: SearchQueryT): 
   const types = parseTypes(query.types);
   const limit = query.limit ?? 12;
   let pattern: string | null = null;
+  let q: string | null = null;
   if (mode === 'search') {
-    const q = (query.q ?? '').trim();
+    q = (query.q ?? '').trim();
     if (q.length < 2) throw badParameter('q', 'q needs at least 2 characters in search mode');
     pattern = containsPattern(q);
   }
   const share = shareOf(limit, types.length);
   const lists = await withTextSearchIndexes(pattern !== null, () =>
-    Promise.all(types.map((type) => FINDERS[type](db, ctx, pattern, share))),
+    Promise.all(types.map((type) => FINDERS[type](db, ctx, pattern, share, q))),
   );
   return interleave(lists, limit);
 }

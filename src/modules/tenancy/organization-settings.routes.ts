@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import { envelope } from '../../platform/http/envelope.ts';
 import { DateTime, Envelope, errorResponses, Nullable, Uuid } from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import { SEARCH_LANGUAGES } from '../../platform/db/text-search.ts';
 import * as service from './organization-settings.service.ts';
 
 const Params = Type.Object({ organization_uid: Uuid });
@@ -38,6 +39,11 @@ const ApprovalLimitsInput = Type.Object(
       'Replaces the whole setting: a role left out is unlimited, and `users` (members of the organization, each once; at most 200) replaces the list',
   },
 );
+const SearchLanguage = Type.Enum([...SEARCH_LANGUAGES], {
+  description:
+    'The PostgreSQL text search configuration knowledge and documents are indexed and searched in ' +
+    "(stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.",
+});
 const Settings = Type.Object({
   organization_uid: Uuid,
   segregation_of_duties: Type.Boolean({
@@ -65,6 +71,7 @@ const Settings = Type.Object({
   payment_instructions: Type.String({
     description: 'How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages',
   }),
+  search_language: SearchLanguage,
   updated_at: DateTime,
 });
 const PatchBody = Type.Object(
@@ -85,6 +92,7 @@ const PatchBody = Type.Object(
     address: Type.Optional(Type.String({ maxLength: 500 })),
     tax_id: Type.Optional(Nullable(Type.String({ maxLength: 64 }))),
     payment_instructions: Type.Optional(Type.String({ maxLength: 2000 })),
+    search_language: Type.Optional(SearchLanguage),
   },
   { additionalProperties: false },
 );

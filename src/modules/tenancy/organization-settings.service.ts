@@ -4,6 +4,7 @@ import { requirePermission, type RequestContext } from '../../platform/http/cont
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import * as repo from './tenancy.repository.ts';
 import { recordUpdate } from '../audit/audit.service.ts';
+import type { SearchLanguage } from '../../platform/db/text-search.ts';
 
 /** Approval amount limits in cents (docs/invoices.md#approval-limits); null: unlimited. */
 export interface ApprovalLimitsSetting {
@@ -21,6 +22,7 @@ export interface OrganizationSettings {
   address: string;
   tax_id: string | null;
   payment_instructions: string;
+  search_language: SearchLanguage;
   updated_at: string;
 }
 
@@ -28,6 +30,7 @@ export interface OrganizationSettingsChanges {
   segregation_of_duties?: boolean;
   require_admin_mfa?: boolean;
   slack_channel_id?: string | null;
+  search_language?: SearchLanguage;
   address?: string;
   tax_id?: string | null;
   payment_instructions?: string;
@@ -60,6 +63,7 @@ function view(
     address: string;
     taxId: string | null;
     paymentInstructions: string;
+    searchLanguage: string;
     updatedAt: Date;
   },
   chat: ChatClient,
@@ -75,6 +79,7 @@ function view(
     address: row.address,
     tax_id: row.taxId,
     payment_instructions: row.paymentInstructions,
+    search_language: row.searchLanguage as SearchLanguage,
     updated_at: row.updatedAt.toISOString(),
   };
 }
@@ -194,6 +199,9 @@ export async function updateOrganizationSettings(
       ...(body.payment_instructions !== undefined
         ? { paymentInstructions: body.payment_instructions.trim() }
         : {}),
+      // A new language re-indexes the organization's knowledge and documents in this transaction
+      // (a trigger of migration 0032).
+      ...(body.search_language !== undefined ? { searchLanguage: body.search_language } : {}),
     });
     if (!before || !row) throw notFound('Organization');
     // The organization's controls (segregation of duties, second factor for admins) and where its
@@ -206,6 +214,7 @@ export async function updateOrganizationSettings(
       address: r.address,
       taxId: r.taxId,
       paymentInstructions: r.paymentInstructions,
+      searchLanguage: r.searchLanguage,
     });
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,

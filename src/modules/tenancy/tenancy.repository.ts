@@ -79,6 +79,7 @@ export async function updateOrganizationSettings(
     address?: string;
     taxId?: string | null;
     paymentInstructions?: string;
+    searchLanguage?: string;
   },
 ) {
   const [row] = await db

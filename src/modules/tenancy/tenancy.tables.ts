@@ -36,6 +36,11 @@ export const organizations = pgTable('organizations', {
   address: text('address').notNull().default(''),
   taxId: text('tax_id'),
   paymentInstructions: text('payment_instructions').notNull().default(''),
+  /**
+   * The PostgreSQL text search configuration its knowledge and documents are indexed and searched in
+   * (SEARCH_LANGUAGES; migration 0032 re-indexes on change, docs/knowledge.md#full-text-search).
+   */
+  searchLanguage: text('search_language').notNull().default('english'),
   ...timestamps,
 });
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyFeedback, composeReminder, readHint } from './builtin-composer.ts';
+import { applyFeedback, composeReminder, policyParagraph, readHint, withPolicy } from './builtin-composer.ts';
 import { parseEmailAnswer } from './openai-generator.ts';
 import { createTextGenerator, type InvoiceFacts } from './text-generator.ts';
 
@@ -162,5 +162,33 @@ describe('createTextGenerator', () => {
         usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
       },
     );
+  });
+});
+
+describe('the policy sentence (the collections agent citing its knowledge)', () => {
+  const policy = {
+    filename: 'late-payment-policy.pdf',
+    text: 'Late payment … a client who pays after the due date owes a late fee of 1.5% per month',
+  };
+
+  it('quotes the longest fragment, marked where it is cut, and names the document', () => {
+    expect(policyParagraph(policy)).toBe(
+      'As set out in our policy document late-payment-policy.pdf: "…a client who pays after the due date owes a late fee of 1.5% per month…"',
+    );
+    expect(policyParagraph({ filename: 'p.docx', text: 'Fees apply.' })).toBe(
+      'As set out in our policy document p.docx: "Fees apply."',
+    );
+  });
+
+  it('goes before the sign-off, in the built-in reminder and in any draft; none without a passage', () => {
+    const body = composeReminder({ context_type: 'invoice', facts, policy: [policy] }).body_text;
+    expect(body).toMatch(/late-payment-policy\.pdf[^\n]*\n\nIf you have already sent payment/);
+    expect(body.endsWith('Org A')).toBe(true);
+    expect(composeReminder({ context_type: 'invoice', facts }).body_text).not.toContain('policy');
+    const draft = { subject: 's', body_text: 'Hello,\n\nPlease pay.\n\nThank you,\nOrg A' };
+    expect(withPolicy(draft, policy).body_text).toBe(
+      `Hello,\n\nPlease pay.\n\n${policyParagraph(policy)}\n\nThank you,\nOrg A`,
+    );
+    expect(withPolicy(draft, undefined)).toBe(draft);
   });
 });

@@ -8,6 +8,7 @@ import {
   type EmailRevisionRequest,
   type GeneratedEmail,
   type InvoiceFacts,
+  type PolicyPassage,
   type TextGenerator,
 } from './text-generation.ts';
 
@@ -129,11 +130,38 @@ export function composeReminder(request: EmailCompositionRequest): { subject: st
         : 'If you need a copy of the invoice or our payment details, just reply to this email.',
     );
   }
+  const policy = request.policy?.[0];
+  if (policy && timing.kind !== 'settled') paragraphs.push(policyParagraph(policy));
   if (timing.kind === 'overdue' || timing.kind === 'today' || timing.kind === 'undated') {
     paragraphs.push('If you have already sent payment, please disregard this message.');
   }
   paragraphs.push(`${tone === 'firm' ? 'Regards' : 'Thank you'},\n${f.organization_name}`);
   return { subject: subjectOf(f, timing, tone), body_text: paragraphs.join('\n\n') };
+}
+
+/**
+ * One cited sentence of the organization's policy: the passage quoted as found (its longest fragment,
+ * a heading being the shortest; marked as cut where it starts or ends mid-sentence), and the document
+ * it is from.
+ */
+export function policyParagraph(policy: PolicyPassage): string {
+  const fragments = policy.text.split(' … ').map((f) => f.replace(/\s+/g, ' ').trim());
+  let text = fragments.reduce((longest, f) => (f.length > longest.length ? f : longest), '');
+  if (/^[a-z]/.test(text)) text = `…${text}`;
+  if (!/[.!?]$/.test(text)) text = `${text}…`;
+  return `As set out in our policy document ${policy.filename}: "${text}"`;
+}
+
+/** The draft with the policy's cited sentence as a paragraph before its last one (the sign-off). */
+export function withPolicy(
+  email: { subject: string; body_text: string },
+  policy: PolicyPassage | undefined,
+): { subject: string; body_text: string } {
+  if (!policy) return email;
+  const paragraphs = email.body_text.trim().split(/\n{2,}/);
+  const at = paragraphs.length > 1 ? paragraphs.length - 1 : paragraphs.length;
+  paragraphs.splice(at, 0, policyParagraph(policy));
+  return { subject: email.subject, body_text: paragraphs.join('\n\n') };
 }
 
 /**

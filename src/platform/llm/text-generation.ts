@@ -36,11 +36,21 @@ export interface InvoiceFacts {
   current_date: string;
 }
 
+/** A passage of the organization's own documents (its knowledge), found for the email, and where from. */
+export interface PolicyPassage {
+  /** The document's file name: what the email cites. */
+  filename: string;
+  /** The passage, plain text. */
+  text: string;
+}
+
 export interface EmailCompositionRequest {
   context_type: 'invoice';
   facts: InvoiceFacts;
   /** The sender's guidance (tone, a point to make). */
   prompt_hint?: string | undefined;
+  /** The organization's policy that bears on the email (the collections agent finds it in its knowledge). */
+  policy?: PolicyPassage[] | undefined;
 }
 
 export interface GeneratedEmail {
