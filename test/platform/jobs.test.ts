@@ -41,6 +41,18 @@ describe('jobs', () => {
     expect(job?.id).toBe(jobId);
   });
 
+  it('retry options reach the queue: the delay in seconds, the limit and the backoff', async () => {
+    const id = await t.db.transaction((tx) =>
+      t.deps.jobs.enqueue(tx, 'test.idle', { n: 2 }, { retryLimit: 4, retryDelaySeconds: 37 }),
+    );
+    const [row] = await rawQuery<{ retry_limit: number; retry_delay: number; retry_backoff: boolean }>(
+      t.db,
+      `select retry_limit, retry_delay, retry_backoff from pgboss.job where id = $1`,
+      [id],
+    );
+    expect(row).toEqual({ retry_limit: 4, retry_delay: 37, retry_backoff: false });
+  });
+
   it('a rolled-back transaction enqueues nothing (and writes no row)', async () => {
     const before = (await jobsIn('test.idle')).length;
     await expect(

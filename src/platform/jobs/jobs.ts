@@ -208,8 +208,12 @@ export class Jobs {
     options: EnqueueOptions = {},
   ): Promise<string> {
     if (!this.queues.has(name)) throw new Error(`Queue ${name} was never defined`);
+    // pg-boss names the delay `retryDelay` (seconds); ours says its unit. Passed through as it was, pg-boss
+    // ignored it and retried at once.
+    const { retryDelaySeconds, ...rest } = options;
     const id = await this.boss.send(name, data, {
-      ...options,
+      ...rest,
+      ...(retryDelaySeconds !== undefined ? { retryDelay: retryDelaySeconds } : {}),
       db: transactionExecutor(tx),
     } as PgBoss.SendOptions);
     if (!id) throw new Error(`Job for ${name} was not created (singleton already queued?)`);
