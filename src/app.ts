@@ -46,6 +46,8 @@ import { invoiceRoutes } from './modules/invoices/invoices.routes.ts';
 import { invoiceListRoutes } from './modules/invoices/invoice-lists.routes.ts';
 import { billingRoutes } from './modules/billing/billing.routes.ts';
 import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
+import { paymentRoutes } from './modules/invoices/payments.routes.ts';
+import { creditNoteRoutes } from './modules/invoices/credit-notes.routes.ts';
 import { emailAccountRoutes } from './modules/email/email-accounts.routes.ts';
 import { emailDraftRoutes } from './modules/email/email-drafts.routes.ts';
 import { emailPrepareRoutes } from './modules/email/email-prepare.routes.ts';
@@ -100,6 +102,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'invoices', routes: [invoiceRoutes, invoiceListRoutes] },
   { name: 'billing', routes: [billingRoutes], jobs: registerBillingJobs },
   { name: 'attachments', routes: [attachmentRoutes] },
+  { name: 'payments', routes: [paymentRoutes, creditNoteRoutes] },
   {
     name: 'email',
     routes: [emailAccountRoutes, emailDraftRoutes, emailPrepareRoutes],

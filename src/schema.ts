@@ -6,6 +6,7 @@ export * from './platform/http/idempotency.tables.ts';
 export * from './modules/parties/parties.tables.ts';
 export * from './modules/products/products.tables.ts';
 export * from './modules/invoices/invoices.tables.ts';
+export * from './modules/invoices/credits.tables.ts';
 export * from './modules/billing/billing.tables.ts';
 export * from './modules/email/email-accounts.tables.ts';
 export * from './modules/email/email-drafts.tables.ts';

@@ -18,9 +18,7 @@ import {
   LineItemsEnvelope,
   LineItemsUpdateBody,
   PatchCommentBody,
-  Payment,
   PaymentBody,
-  PaymentsEnvelope,
   UpdateInvoiceBody,
 } from './invoices.schemas.ts';
 import * as service from './invoices.service.ts';
@@ -31,7 +29,6 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
   app.addSchema(Comment);
   app.addSchema(Invoice);
   app.addSchema(InvoiceListItem);
-  app.addSchema(Payment);
   const tags = ['Invoices'];
   const read = { scope: 'invoices:read' as const };
   const write = { scope: 'invoices:write' as const };
@@ -96,6 +93,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
           'forbidden',
           'not_found',
           'conflict',
+          'invalid_state',
           'already_exists',
           'sync_in_progress',
           'bad_gateway',
@@ -223,22 +221,6 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         ),
         'Comment updated',
       ),
-  );
-
-  app.get(
-    '/api/invoices/:uid/payments',
-    {
-      schema: {
-        operationId: 'listInvoicePayments',
-        tags,
-        summary: "An invoice's payments, oldest first",
-        params: InvoiceParams,
-        response: { 200: PaymentsEnvelope, ...errorResponses },
-      },
-      config: { ...read, errors: ['not_found'] },
-    },
-    async (request) =>
-      envelope({ items: await service.listPayments(db, request.tenant(), request.params.uid) }, 'Payments'),
   );
 
   app.post(
