@@ -106,7 +106,9 @@ const money = (i: Record<string, unknown>) => ({
 });
 
 /** orgA's audit events about an invoice (and its payments and credit notes), oldest first. */
-async function auditOf(invoiceUid: string): Promise<{ action: string; entity_uid: string; changes: Record<string, unknown> }[]> {
+async function auditOf(
+  invoiceUid: string,
+): Promise<{ action: string; entity_uid: string; changes: Record<string, unknown> }[]> {
   const data = await get(`/api/organization/${p.orgA.uid}/audit-events`, admin(), {
     entity_uid: invoiceUid,
     per_page: 100,

@@ -303,7 +303,12 @@ describe('the OpenAPI document’s error answers (the registry of error codes)',
 
   it('adds what a route declares: PUT /api/invoices/{uid} talks to the billing partner', () => {
     const update = doc.paths['/api/invoices/{uid}']!.put!;
-    expect(codesOf(update, '409')).toEqual(['conflict', 'already_exists', 'sync_in_progress']);
+    expect(codesOf(update, '409')).toEqual([
+      'conflict',
+      'already_exists',
+      'invalid_state',
+      'sync_in_progress',
+    ]);
     expect(codesOf(update, '502')).toEqual(['bad_gateway']);
     expect(codesOf(update, '504')).toEqual(['gateway_timeout']);
     const get = doc.paths['/api/invoices/{uid}']!.get!;

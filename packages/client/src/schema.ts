@@ -549,7 +549,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An invoice's payments, oldest first */
+        /** An invoice's payments, oldest first, with their refunds and voids */
         get: operations["listInvoicePayments"];
         put?: never;
         /** Record a payment; settling the remainder moves the invoice to paid */
@@ -634,6 +634,95 @@ export interface paths {
          * @description Form fields, in any order: `file` (required, at most 25 MB; 413 above), `description`, `is_public`. Answers 201 with the attachment and a time-limited `presigned_url`. With `Idempotency-Key`, a retry with the same file and fields replays the first answer; a different file → 422.
          */
         post: operations["uploadInvoiceAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's payments, newest first (filter by invoice, status, paid_at range)
+         * @description Members see the payments of the invoices they may see (docs/authentication.md#invoices-who-sees-what). `from`/`to` bound `paid_at`, inclusive; a date as `to` includes that whole UTC day.
+         */
+        get: operations["listPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/payments/{payment_uid}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund a payment, in full or in part (admins); a paid invoice that owes again reopens */
+        post: operations["refundInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/payments/{payment_uid}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Void a payment recorded by mistake (admins); it is kept, and no longer counts as paid */
+        post: operations["voidInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/credit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An invoice's credit notes, oldest first (voided ones included) */
+        get: operations["listInvoiceCreditNotes"];
+        put?: never;
+        /** Issue a credit note against what the invoice still owes (admins); one that leaves nothing settles it */
+        post: operations["createInvoiceCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/credit-notes/{credit_note_uid}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Void a credit note (admins); a paid invoice that owes again reopens */
+        post: operations["voidInvoiceCreditNote"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1988,25 +2077,6 @@ export interface components {
             approval_date: string | null;
             registration_date: string | null;
         };
-        InvoicePayment: {
-            /** Format: uuid */
-            uid: string;
-            /** Format: uuid */
-            invoice_uid: string;
-            /** @description cents */
-            amount_cents: number;
-            /** @description the invoice's currency */
-            currency: string;
-            /** Format: date-time */
-            paid_at: string;
-            recorded_by: {
-                /** Format: uuid */
-                user_uid: string;
-                full_name: string;
-            } | null;
-            /** Format: date-time */
-            created_at: string;
-        };
         /** InvoiceAttachment */
         InvoiceAttachment: {
             /** Format: uuid */
@@ -2025,6 +2095,133 @@ export interface components {
             invoice_uid: string;
             /** @description Time-limited signed download address (AWS SigV4 query signature; 15 minutes unless configured otherwise). Needs no API key; a fresh one is issued with every response. */
             presigned_url: string;
+        };
+        PaymentRefund: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            payment_uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, in the invoice currency */
+            amount_cents: number;
+            reason: string;
+            refunded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        InvoicePayment: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, as received (refunds never change it) */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** Format: date-time */
+            paid_at: string;
+            recorded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description succeeded; partially_refunded or refunded once refunds were recorded; voided (a mistake)
+             * @enum {string}
+             */
+            status: "succeeded" | "partially_refunded" | "refunded" | "voided";
+            /** @description Σ of its refunds */
+            amount_refunded_cents: number;
+            /** @description what counts towards amount_paid_cents: amount − refunded, 0 when voided */
+            amount_net_cents: number;
+            /** @description oldest first */
+            refunds: components["schemas"]["PaymentRefund"][];
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
+        };
+        OrganizationPayment: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, as received (refunds never change it) */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** Format: date-time */
+            paid_at: string;
+            recorded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description succeeded; partially_refunded or refunded once refunds were recorded; voided (a mistake)
+             * @enum {string}
+             */
+            status: "succeeded" | "partially_refunded" | "refunded" | "voided";
+            /** @description Σ of its refunds */
+            amount_refunded_cents: number;
+            /** @description what counts towards amount_paid_cents: amount − refunded, 0 when voided */
+            amount_net_cents: number;
+            /** @description oldest first */
+            refunds: components["schemas"]["PaymentRefund"][];
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
+            invoice_number: string;
+            /** @description ACCOUNTS_RECEIVABLE or ACCOUNTS_PAYABLE */
+            invoice_type: string;
+        };
+        CreditNote: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, in the invoice currency */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** @enum {string} */
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "other";
+            memo: string;
+            /**
+             * @description issued (counts in pre_payment_credit_notes_cents) or void
+             * @enum {string}
+             */
+            status: "issued" | "void";
+            created_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
         };
         EmailAccount: {
             /** Format: uuid */
@@ -2598,7 +2795,7 @@ export interface components {
         Event: {
             /** Format: uuid */
             uid: string;
-            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
             entity_type: string;
             /** Format: uuid */
             entity_uid: string;
@@ -2789,6 +2986,12 @@ export interface components {
         CreateInvoiceCommentBody: {
             text: string;
         };
+        CreateInvoiceCreditNoteBody: {
+            /** @description at most the invoice’s amount_remaining_cents */
+            amount_cents: number;
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "other";
+            memo?: string;
+        };
         CreateInvoiceLineItemsBody: {
             context_type: "PRODUCT" | "DISCOUNT";
             sku: string;
@@ -2851,7 +3054,7 @@ export interface components {
             url: string;
             description?: string;
             /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             enabled?: boolean;
         };
         CreateWorkTaskBody: {
@@ -2995,6 +3198,11 @@ export interface components {
             _metadata?: {
                 [key: string]: unknown;
             };
+        };
+        RefundInvoicePaymentBody: {
+            /** @description default: all that is left to refund of the payment */
+            amount_cents?: number;
+            reason: string;
         };
         RequestPasswordResetBody: {
             /** Format: email */
@@ -3230,7 +3438,7 @@ export interface components {
             url?: string;
             description?: string;
             /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             /** @description true again after an automatic disable */
             enabled?: boolean;
         };
@@ -3261,6 +3469,13 @@ export interface components {
             resolution_note?: string;
             /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
             feedback?: string;
+        };
+        /** @description optional: no body is the same as {} */
+        VoidInvoiceCreditNoteBody: {
+            reason?: string;
+        };
+        VoidInvoicePaymentBody: {
+            reason: string;
         };
     };
     responses: {
@@ -3586,9 +3801,10 @@ export interface components {
          *
          *     - `conflict`: the resource changed meanwhile; send the request again
          *     - `already_exists`: a duplicate of something that must be unique
+         *     - `invalid_state`: the resource’s current state does not allow this
          *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
          */
-        ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute: {
+        ConflictOrAlreadyExistsOrInvalidStateOrSyncInProgressOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3599,7 +3815,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "conflict" | "already_exists" | "sync_in_progress";
+                    code: "conflict" | "already_exists" | "invalid_state" | "sync_in_progress";
                 };
             };
         };
@@ -6669,7 +6885,7 @@ export interface operations {
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
             403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrAlreadyExistsOrInvalidStateOrSyncInProgressOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -7619,6 +7835,360 @@ export interface operations {
             403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
             404: components["responses"]["NotFoundOnIdempotentPost"];
             409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    listPayments: {
+        parameters: {
+            query?: {
+                invoice_uid?: string;
+                status?: "succeeded" | "partially_refunded" | "refunded" | "voided";
+                /** @description paid_at from, inclusive */
+                from?: string;
+                /** @description paid_at up to, inclusive; a date includes that whole day */
+                to?: string;
+                page?: number;
+                per_page?: number;
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["OrganizationPayment"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                            _links: {
+                                self: string;
+                                next: string | null;
+                                prev: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    refundInvoicePayment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                payment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundInvoicePaymentBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            refund: components["schemas"]["PaymentRefund"];
+                            payment: components["schemas"]["InvoicePayment"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    voidInvoicePayment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                payment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VoidInvoicePaymentBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            payment: components["schemas"]["InvoicePayment"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    listInvoiceCreditNotes: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["CreditNote"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    createInvoiceCreditNote: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateInvoiceCreditNoteBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            credit_note: components["schemas"]["CreditNote"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    voidInvoiceCreditNote: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                credit_note_uid: string;
+            };
+            cookie?: never;
+        };
+        /** @description optional: no body is the same as {} */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VoidInvoiceCreditNoteBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            credit_note: components["schemas"]["CreditNote"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
@@ -10790,10 +11360,10 @@ export interface operations {
                 actor_type?: "user" | "api_key" | "agent_run" | "system";
                 actor_uid?: string;
                 actor_user_uid?: string;
-                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
+                entity_type?: "invoice" | "line_item" | "payment" | "credit_note" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */
@@ -11895,7 +12465,7 @@ export interface operations {
         parameters: {
             query?: {
                 organization_uid?: string;
-                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided" | "webhook.test";
+                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided" | "webhook.test";
                 entity_uid?: string;
                 page?: number;
                 per_page?: number;
