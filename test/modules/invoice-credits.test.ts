@@ -4,6 +4,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
+import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 
 /**
  * Credit notes, refunds and voided payments, the organization's payment list, and money changes that
@@ -709,6 +710,29 @@ describe('GET /api/payments', () => {
     expectErrorBody(await list({ from: '2031-02-01', to: '2031-01-01' }), 400, 'invalid_parameter');
     expectErrorBody(await list({ per_page: 101 }), 400);
     expectErrorBody(await list({ sort: 'amount' }), 400, 'unknown_parameter');
+  });
+
+  it('organization_uid picks the organization of the list (else the default one), with the role there', async () => {
+    const email = `both-${tag()}@example.test`;
+    const inB = await addUserToOrganization(t.db, t.config.apiKeyPepper, {
+      organizationUid: p.orgB.uid,
+      email,
+      fullName: 'Both',
+      role: 'member',
+    });
+    await addUserToOrganization(t.db, t.config.apiKeyPepper, {
+      organizationUid: p.orgA.uid,
+      email,
+      fullName: 'Both',
+      role: 'admin',
+    });
+    // Default organization orgB (the first): a member there, assigned nothing.
+    expect((await list({}, inB.api_key)).body.data.items).toEqual([]);
+    const inA = await list({ organization_uid: p.orgA.uid }, inB.api_key);
+    expect(inA.status, inA.raw).toBe(200);
+    expect(inA.body.data.items.map((x: { amount_cents: number }) => x.amount_cents)).toEqual([
+      4000, 3000, 2000, 1000,
+    ]);
   });
 
   commonRouteChecks(

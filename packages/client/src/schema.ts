@@ -7848,6 +7848,7 @@ export interface operations {
     listPayments: {
         parameters: {
             query?: {
+                organization_uid?: string;
                 invoice_uid?: string;
                 status?: "succeeded" | "partially_refunded" | "refunded" | "voided";
                 /** @description paid_at from, inclusive */
@@ -7856,7 +7857,6 @@ export interface operations {
                 to?: string;
                 page?: number;
                 per_page?: number;
-                organization_uid?: string;
             };
             header?: {
                 /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */

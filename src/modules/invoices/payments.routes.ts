@@ -60,7 +60,7 @@ export async function paymentRoutes(app: App, deps: AppDeps) {
       config: { scope: 'invoices:read', errors: [] },
     },
     async (request) => {
-      const ctx = request.tenant();
+      const ctx = request.tenant(request.query.organization_uid);
       const page = pageRequest(request.query, 25);
       const { items, total } = await service.listPayments(db, ctx, request.query, page);
       const meta = pageMeta(page, total);

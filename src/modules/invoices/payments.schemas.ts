@@ -103,6 +103,7 @@ export const PaymentChangeEnvelope = Envelope(
 const bound = (description: string) => Type.Optional(dateOrDateTime({ maxLength: 40, description }));
 
 export const ListPaymentsQuery = Type.Object({
+  organization_uid: Type.Optional(Uuid),
   invoice_uid: Type.Optional(Uuid),
   status: Type.Optional(literals(PAYMENT_STATUSES)),
   from: bound('paid_at from, inclusive'),
