@@ -1,5 +1,6 @@
 import type { DbOrTx } from '../../platform/db/client.ts';
-import { changesBetween, recordAuditEvent, type AuditOrigin } from '../audit/audit.service.ts';
+import type { RequestContext } from '../../platform/http/context.ts';
+import { changesBetween, recordAuditEvent } from '../audit/audit.service.ts';
 import * as repo from './invoices.repository.ts';
 
 /** What moved an invoice's money, and so possibly its status (the status history's reason). */
@@ -39,7 +40,7 @@ export function reopenedStatus(invoice: repo.InvoiceRow): string {
 export async function settle(
   tx: DbOrTx,
   invoice: repo.InvoiceRow,
-  origin: AuditOrigin,
+  ctx: RequestContext,
   reason: SettlementReason,
   options: { before: repo.InvoiceRow; paidAt?: Date | undefined },
 ): Promise<Settlement> {
@@ -57,7 +58,7 @@ export async function settle(
   if (!values) return { invoice, moved: null };
   const updated = await repo.updateInvoice(tx, invoice.organizationUid, invoice.uid, values);
   if (updated.status === invoice.status) return { invoice: updated, moved: null };
-  await recordAuditEvent(tx, origin, {
+  await recordAuditEvent(tx, ctx, {
     organizationUid: updated.organizationUid,
     action: 'invoice.status_changed',
     entityUid: updated.uid,
