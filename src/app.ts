@@ -50,6 +50,8 @@ import {
 } from './modules/invoices/invoice-documents.routes.ts';
 import { billingRoutes } from './modules/billing/billing.routes.ts';
 import { attachmentRoutes } from './modules/invoices/attachments.routes.ts';
+import { paymentRoutes } from './modules/invoices/payments.routes.ts';
+import { creditNoteRoutes } from './modules/invoices/credit-notes.routes.ts';
 import { emailAccountRoutes } from './modules/email/email-accounts.routes.ts';
 import { emailDraftRoutes } from './modules/email/email-drafts.routes.ts';
 import { emailPrepareRoutes } from './modules/email/email-prepare.routes.ts';
@@ -107,6 +109,7 @@ const MODULES: readonly AppModule[] = [
   { name: 'invoice-documents', routes: [invoiceDocumentRoutes], jobs: configureInvoiceDocumentJobs },
   { name: 'billing', routes: [billingRoutes], jobs: registerBillingJobs },
   { name: 'attachments', routes: [attachmentRoutes] },
+  { name: 'payments', routes: [paymentRoutes, creditNoteRoutes] },
   {
     name: 'email',
     routes: [emailAccountRoutes, emailDraftRoutes, emailPrepareRoutes],

@@ -7,6 +7,7 @@ export * from './modules/parties/parties.tables.ts';
 export * from './modules/products/products.tables.ts';
 export * from './modules/invoices/invoices.tables.ts';
 export * from './modules/invoices/invoice-documents.tables.ts';
+export * from './modules/invoices/credits.tables.ts';
 export * from './modules/billing/billing.tables.ts';
 export * from './modules/email/email-accounts.tables.ts';
 export * from './modules/email/email-drafts.tables.ts';

@@ -422,6 +422,14 @@ describe('GET /api/invoices/{uid}/payments', () => {
       paid_at: '2026-01-15T00:00:00.000Z',
       recorded_by: { user_uid: p.orgA.admin.userUid, full_name: admin.full_name },
       created_at: expect.stringMatching(ISO),
+      // Refunds and voids (invoice-credits.test.ts): none here.
+      status: 'succeeded',
+      amount_refunded_cents: 0,
+      amount_net_cents: 1000,
+      refunds: [],
+      voided_at: null,
+      voided_by: null,
+      void_reason: null,
     });
     expect(items[1]).toMatchObject({ amount_cents: 3000, paid_at: '2026-02-01T09:00:00.000Z' });
     expect(items.reduce((sum: number, i: { amount_cents: number }) => sum + i.amount_cents, 0)).toBe(

@@ -56,6 +56,10 @@ const VALID_BODIES: Record<string, unknown> = {
   'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/rotate-secret': {},
   'POST /api/organization/{organization_uid}/webhook-endpoints/{uid}/test': {},
   'POST /api/organization/{organization_uid}/webhook-endpoints/deliveries/{delivery_uid}/resend': {},
+  'POST /api/invoices/{uid}/payments/{payment_uid}/refund': { reason: 'Matrix' },
+  'POST /api/invoices/{uid}/payments/{payment_uid}/void': { reason: 'Matrix' },
+  'POST /api/invoices/{uid}/credit-notes': { amount_cents: 100, reason: 'other' },
+  'POST /api/invoices/{uid}/credit-notes/{credit_note_uid}/void': {},
 };
 
 let t: TestApp;

@@ -305,6 +305,97 @@ describe('invoices', () => {
       data: events[1]!.data,
     });
   });
+  it('credit_note.created/voided, payment.refunded/voided: each with its record and the invoice, before the invoice events', async () => {
+    const sku = await newProduct();
+    const invoice = await newInvoice({
+      status: 'open',
+      line_items: [{ context_type: 'PRODUCT', sku, quantity: 1 }],
+    });
+    const url = `/api/invoices/${invoice.uid}`;
+    const note = (
+      await request(
+        'POST',
+        `${url}/credit-notes`,
+        { amount_cents: 1_000, reason: 'order_change' },
+        admin(),
+        201,
+      )
+    ).body.data.credit_note;
+    await request('POST', `${url}/payments`, { amount_cents: 9_000 }, admin(), 201);
+    const [payment] = (await request('GET', `${url}/payments`, undefined, admin(), 200)).body.data.items;
+    const refunded = (
+      await request(
+        'POST',
+        `${url}/payments/${payment.uid}/refund`,
+        { amount_cents: 500, reason: 'r' },
+        admin(),
+        201,
+      )
+    ).body.data;
+    await request('POST', `${url}/credit-notes/${note.uid}/void`, {}, admin(), 200);
+    // Refused changes write no event.
+    expectErrorBody(
+      await request('POST', `${url}/payments/${payment.uid}/refund`, { amount_cents: 9_000, reason: 'r' }),
+      422,
+      'validation_failed',
+    );
+    await request('POST', `${url}/payments/${payment.uid}/void`, { reason: 'mistake' }, admin(), 409);
+    const events = await eventsOf(invoice.uid);
+    expect(events.map((e) => e.type)).toEqual([
+      'invoice.created',
+      'credit_note.created',
+      'invoice.updated',
+      'payment.recorded',
+      'invoice.updated',
+      'invoice.status_changed',
+      'payment.refunded',
+      'invoice.updated',
+      'invoice.status_changed',
+      'credit_note.voided',
+      'invoice.updated',
+    ]);
+    expect(events[1]!.data.credit_note).toMatchObject({
+      uid: note.uid,
+      amount_cents: 1_000,
+      status: 'issued',
+    });
+    expect(events[6]!.data).toEqual({
+      refund: refunded.refund,
+      payment: refunded.payment,
+      invoice: refunded.invoice,
+    });
+    expect(events[9]!.data.credit_note).toMatchObject({ uid: note.uid, status: 'void' });
+    expect(events[9]!.data.invoice).toEqual(await getInvoice(invoice.uid));
+
+    const other = await newInvoice({
+      status: 'open',
+      line_items: [{ context_type: 'PRODUCT', sku, quantity: 1 }],
+    });
+    await request('POST', `/api/invoices/${other.uid}/payments`, { amount_cents: 2_000 }, admin(), 201);
+    const [mistake] = (await request('GET', `/api/invoices/${other.uid}/payments`, undefined, admin(), 200))
+      .body.data.items;
+    await request(
+      'POST',
+      `/api/invoices/${other.uid}/payments/${mistake.uid}/void`,
+      { reason: 'x' },
+      admin(),
+      200,
+    );
+    const voided = (await eventsOf(other.uid)).filter((e) => e.type === 'payment.voided');
+    expect(voided).toHaveLength(1);
+    expect(voided[0]!.data.payment).toMatchObject({ uid: mistake.uid, status: 'voided', void_reason: 'x' });
+    expect(voided[0]!.data.invoice).toMatchObject({ amount_paid_cents: 0 });
+
+    const got = await until(
+      async () => receiver.on(HOOK).find((r) => r.headers['webhook-id'] === events[6]!.uid),
+      'the payment.refunded delivery',
+    );
+    expect(new Webhook(endpoint.secret).verify(got.body, got.headers as Record<string, string>)).toEqual({
+      type: 'payment.refunded',
+      timestamp: events[6]!.created_at,
+      data: events[6]!.data,
+    });
+  });
 });
 
 describe('the billing integration', () => {
@@ -690,6 +781,10 @@ describe('the outbox rule', () => {
         'knowledge.processed',
         'party.updated',
         'payment.recorded',
+        'payment.refunded',
+        'payment.voided',
+        'credit_note.created',
+        'credit_note.voided',
         'approval.decided',
         'work_task.approval_requested',
         'work_task.assigned',

@@ -387,7 +387,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List parties, newest change first; q matches name, address or tax id */
+        /**
+         * List parties, newest change first; q matches name, address or tax id
+         * @description Active parties only by default: `include_archived=true` adds the archived ones, `archived=true` lists only those (docs/invoices.md#archiving-a-party).
+         */
         get: operations["listParties"];
         put?: never;
         /** Create a client or vendor */
@@ -414,6 +417,46 @@ export interface paths {
         head?: never;
         /** Update a party (only the sent fields change; billing_contact null removes it) */
         patch: operations["updateParty"];
+        trace?: never;
+    };
+    "/api/parties/{uid}/archive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Archive a party: out of the default list and off new invoices; its invoices keep it
+         * @description Answers 200 with the party, `archived_at` set. Archiving an archived party changes nothing (the first `archived_at` stays). Parties are archived, never deleted: invoices point at them. See docs/invoices.md#archiving-a-party.
+         */
+        post: operations["archiveParty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/parties/{uid}/unarchive": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Unarchive a party: back in the list and usable on invoices
+         * @description Answers 200 with the party, `archived_at` null. Unarchiving an active party changes nothing.
+         */
+        post: operations["unarchiveParty"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/api/products": {
@@ -461,7 +504,10 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Create a receivable or payable invoice (with line items resolved from the catalog) */
+        /**
+         * Create a receivable or payable invoice (with line items resolved from the catalog)
+         * @description Any status of the invoice type may be given (default draft or received); it starts the status history. A payable created approved counts against the caller’s approval limit (403 `approval_limit_exceeded`).
+         */
         post: operations["createInvoice"];
         delete?: never;
         options?: never;
@@ -480,7 +526,7 @@ export interface paths {
         get: operations["getInvoice"];
         /**
          * Update an invoice (partial), applied once the billing partner accepted it
-         * @description Only the sent fields change. With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.
+         * @description Only the sent fields change. A `status` must be one the invoice’s lifecycle allows next (409 `invalid_transition` names them; docs/invoices.md#lifecycle); approving a payable needs the right to and a total within the caller’s approval limit (403 `forbidden`, `approval_limit_exceeded`). With a billing integration configured, the update is sent to the partner first and applied only once it accepted: a partner failure answers 502, no answer within 5 s answers 504, and the invoice stays exactly as it was (the same update may be sent again at once). Another update of the same invoice while one is with the partner answers 409 `sync_in_progress`; an invoice changed meanwhile (a payment) answers 409 `conflict`.
          */
         put: operations["updateInvoice"];
         post?: never;
@@ -542,6 +588,23 @@ export interface paths {
         patch: operations["updateInvoiceComment"];
         trace?: never;
     };
+    "/api/invoices/{uid}/status-history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An invoice's status changes, oldest first: who, when, from, to, why and the note */
+        get: operations["listInvoiceStatusHistory"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/invoices/{uid}/payments": {
         parameters: {
             query?: never;
@@ -549,7 +612,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** An invoice's payments, oldest first */
+        /** An invoice's payments, oldest first, with their refunds and voids */
         get: operations["listInvoicePayments"];
         put?: never;
         /** Record a payment; settling the remainder moves the invoice to paid */
@@ -600,6 +663,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/invoices/{uid}/pdf": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The PDF of a receivable invoice (rendered once per version of its content)
+         * @description Organization details (PATCH /api/organization/{uid}/settings), client, line items, taxes, totals, payments and payment instructions. The `ETag` is the content version: any change to the invoice, its lines, payments, client or the organization details gives another; `If-None-Match` with the current one answers 304. A payable answers 409 `invalid_state`.
+         */
+        get: operations["getInvoicePdf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/hosted-link": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * The receivable's hosted page link: the live one (200), or a new one (201)
+         * @description The page at `url` shows the invoice (status, amounts, due date, lines) and its PDF to whoever has the address, without a key, until the link is revoked. One live link per invoice: calling again returns it; `rotate: true` revokes it and makes a new one.
+         */
+        post: operations["createHostedInvoiceLink"];
+        /** Revoke the receivable's hosted page link (its address then shows a not-found page) */
+        delete: operations["revokeHostedInvoiceLink"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/organization/{organization_uid}/integrations/billing": {
         parameters: {
             query?: never;
@@ -634,6 +738,115 @@ export interface paths {
          * @description Form fields, in any order: `file` (required, at most 25 MB; 413 above), `description`, `is_public`. Answers 201 with the attachment and a time-limited `presigned_url`. With `Idempotency-Key`, a retry with the same file and fields replays the first answer; a different file → 422.
          */
         post: operations["uploadInvoiceAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/attachments/{attachment_uid}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Delete an invoice's attachment and its stored file (admins, or the member who uploaded it)
+         * @description Answers 200 with the attachment as it was (no `presigned_url`). It leaves the list at once; its file in storage is removed by a job right after (retried until storage answers), and download addresses handed out earlier then answer 404. A member may delete only what they uploaded (403). See docs/storage.md#deleting-objects.
+         */
+        delete: operations["deleteInvoiceAttachment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/payments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The organization's payments, newest first (filter by invoice, status, paid_at range)
+         * @description Members see the payments of the invoices they may see (docs/authentication.md#invoices-who-sees-what). `from`/`to` bound `paid_at`, inclusive; a date as `to` includes that whole UTC day.
+         */
+        get: operations["listPayments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/payments/{payment_uid}/refund": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Refund a payment, in full or in part (admins); a paid invoice that owes again reopens */
+        post: operations["refundInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/payments/{payment_uid}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Void a payment recorded by mistake (admins); it is kept, and no longer counts as paid */
+        post: operations["voidInvoicePayment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/credit-notes": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An invoice's credit notes, oldest first (voided ones included) */
+        get: operations["listInvoiceCreditNotes"];
+        put?: never;
+        /** Issue a credit note against what the invoice still owes (admins); one that leaves nothing settles it */
+        post: operations["createInvoiceCreditNote"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/invoices/{uid}/credit-notes/{credit_note_uid}/void": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Void a credit note (admins); a paid invoice that owes again reopens */
+        post: operations["voidInvoiceCreditNote"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1225,6 +1438,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/metrics/compute": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Compute preset receivables metrics now (admins): today, or every day of from…to (a backfill, at most 31 days) */
+        post: operations["computeMetrics"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/metrics/{metric_uid}": {
         parameters: {
             query?: never;
@@ -1385,7 +1615,11 @@ export interface paths {
         get: operations["getKnowledgeDocument"];
         put?: never;
         post?: never;
-        delete?: never;
+        /**
+         * Delete a knowledge document and its stored file (admins, or the member who uploaded it)
+         * @description Answers 200 with the document as it was. It is gone at once from `GET /api/knowledge`, `GET /api/knowledge/{uid}` (404) and search; its object in storage is removed by a job right after (retried until storage answers). A member may delete only what they uploaded (403). See docs/knowledge.md#deleting-a-document.
+         */
+        delete: operations["deleteKnowledgeDocument"];
         options?: never;
         head?: never;
         patch?: never;
@@ -1435,7 +1669,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The organization's settings (segregation of duties, second factor for admins, default Slack channel) */
+        /** The organization's settings (segregation of duties, second factor for admins, default Slack channel, approval limits) */
         get: operations["getOrganizationSettings"];
         put?: never;
         post?: never;
@@ -1780,13 +2014,17 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "party_archived" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
                 field: string;
                 message: string;
             }[];
+            /** @description facts about the refusal, for programs (e.g. `invalid_transition`: `status`, `requested_status`, `allowed_statuses`) */
+            details?: {
+                [key: string]: unknown;
+            };
         };
         ApiKey: {
             /** Format: uuid */
@@ -1830,6 +2068,8 @@ export interface components {
             address: string;
             tax_id: string | null;
             billing_contact: components["schemas"]["BillingContact"] | null;
+            /** @description When the party was archived (POST /api/parties/{uid}/archive); null while it is active */
+            archived_at: string | null;
             /** Format: date-time */
             created_at: string;
             /** Format: date-time */
@@ -1891,10 +2131,10 @@ export interface components {
             invoice_number: string;
             invoice_type: "ACCOUNTS_RECEIVABLE" | "ACCOUNTS_PAYABLE";
             /**
-             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)
              * @enum {string}
              */
-            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "scheduled" | "rejected";
             collection_method: "charge_automatically" | "send_invoice";
             issue_date: string | null;
             due_date: string | null;
@@ -1986,10 +2226,10 @@ export interface components {
             /** Format: uuid */
             uid: string;
             /**
-             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, paid, rejected
+             * @description receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)
              * @enum {string}
              */
-            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "rejected";
+            status: "draft" | "open" | "paid" | "void" | "uncollectible" | "received" | "in_review" | "approved" | "registered" | "scheduled" | "rejected";
             invoice_number: string;
             issue_date: string | null;
             due_date: string | null;
@@ -2008,24 +2248,36 @@ export interface components {
             approval_date: string | null;
             registration_date: string | null;
         };
-        InvoicePayment: {
+        InvoiceStatusChange: {
             /** Format: uuid */
             uid: string;
             /** Format: uuid */
             invoice_uid: string;
-            /** @description cents */
-            amount_cents: number;
-            /** @description the invoice's currency */
-            currency: string;
+            /** @description 1, 2, … in the order of the changes */
+            position: number;
+            from_status: string | null;
+            to_status: string;
+            /** @description what made the change: `created`, `update` (PUT), `payment` (a payment settled it), or what an internal caller names (e.g. `refund`) */
+            reason: string;
+            note: string | null;
+            actor: {
+                /** @enum {string} */
+                type: "user" | "api_key" | "agent_run" | "system";
+                uid: string | null;
+                user_uid: string | null;
+                name: string | null;
+            };
             /** Format: date-time */
-            paid_at: string;
-            recorded_by: {
-                /** Format: uuid */
-                user_uid: string;
-                full_name: string;
-            } | null;
+            changed_at: string;
+        };
+        HostedInvoiceLink: {
+            /** @description The hosted page: `<PUBLIC_BASE_URL>/i/<token>`; anyone holding it can view */
+            url: string;
+            /** @description The PDF behind the same link: `<url>/pdf` */
+            pdf_url: string;
             /** Format: date-time */
             created_at: string;
+            created_by_user_uid: string | null;
         };
         /** InvoiceAttachment */
         InvoiceAttachment: {
@@ -2045,6 +2297,133 @@ export interface components {
             invoice_uid: string;
             /** @description Time-limited signed download address (AWS SigV4 query signature; 15 minutes unless configured otherwise). Needs no API key; a fresh one is issued with every response. */
             presigned_url: string;
+        };
+        PaymentRefund: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            payment_uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, in the invoice currency */
+            amount_cents: number;
+            reason: string;
+            refunded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+        };
+        InvoicePayment: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, as received (refunds never change it) */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** Format: date-time */
+            paid_at: string;
+            recorded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description succeeded; partially_refunded or refunded once refunds were recorded; voided (a mistake)
+             * @enum {string}
+             */
+            status: "succeeded" | "partially_refunded" | "refunded" | "voided";
+            /** @description Σ of its refunds */
+            amount_refunded_cents: number;
+            /** @description what counts towards amount_paid_cents: amount − refunded, 0 when voided */
+            amount_net_cents: number;
+            /** @description oldest first */
+            refunds: components["schemas"]["PaymentRefund"][];
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
+        };
+        OrganizationPayment: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, as received (refunds never change it) */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** Format: date-time */
+            paid_at: string;
+            recorded_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            /**
+             * @description succeeded; partially_refunded or refunded once refunds were recorded; voided (a mistake)
+             * @enum {string}
+             */
+            status: "succeeded" | "partially_refunded" | "refunded" | "voided";
+            /** @description Σ of its refunds */
+            amount_refunded_cents: number;
+            /** @description what counts towards amount_paid_cents: amount − refunded, 0 when voided */
+            amount_net_cents: number;
+            /** @description oldest first */
+            refunds: components["schemas"]["PaymentRefund"][];
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
+            invoice_number: string;
+            /** @description ACCOUNTS_RECEIVABLE or ACCOUNTS_PAYABLE */
+            invoice_type: string;
+        };
+        CreditNote: {
+            /** Format: uuid */
+            uid: string;
+            /** Format: uuid */
+            invoice_uid: string;
+            /** @description cents, in the invoice currency */
+            amount_cents: number;
+            /** @description the invoice's currency */
+            currency: string;
+            /** @enum {string} */
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "other";
+            memo: string;
+            /**
+             * @description issued (counts in pre_payment_credit_notes_cents) or void
+             * @enum {string}
+             */
+            status: "issued" | "void";
+            created_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            /** Format: date-time */
+            created_at: string;
+            voided_at: string | null;
+            voided_by: {
+                /** Format: uuid */
+                user_uid: string;
+                full_name: string;
+            } | null;
+            void_reason: string | null;
         };
         EmailAccount: {
             /** Format: uuid */
@@ -2618,7 +2997,7 @@ export interface components {
         Event: {
             /** Format: uuid */
             uid: string;
-            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
+            type: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "webhook.test";
             entity_type: string;
             /** Format: uuid */
             entity_uid: string;
@@ -2660,6 +3039,22 @@ export interface components {
                 completion_tokens: number;
                 total_tokens: number;
             };
+        };
+        ComputeMetricsBody: {
+            /** Format: uuid */
+            organization_uid?: string;
+            /** @description active preset metrics to compute; default: every active preset */
+            metric_uids?: string[];
+            /**
+             * Format: date
+             * @description first day (UTC); default: `to`
+             */
+            from?: string;
+            /**
+             * Format: date
+             * @description last day (UTC), not after today; default: today
+             */
+            to?: string;
         };
         ConfirmKnowledgeUploadBody: {
             /** Format: uuid */
@@ -2805,9 +3200,17 @@ export interface components {
             registration_number?: string | null;
             assignee_user_uids?: string[];
             responsible_user_uid?: string | null;
+            /** @description Why the status changes; kept in the invoice's status history. Only with `status` */
+            status_note?: string;
         };
         CreateInvoiceCommentBody: {
             text: string;
+        };
+        CreateInvoiceCreditNoteBody: {
+            /** @description at most the invoice’s amount_remaining_cents */
+            amount_cents: number;
+            reason: "duplicate" | "fraudulent" | "order_change" | "product_unsatisfactory" | "other";
+            memo?: string;
         };
         CreateInvoiceLineItemsBody: {
             context_type: "PRODUCT" | "DISCOUNT";
@@ -2871,7 +3274,7 @@ export interface components {
             url: string;
             description?: string;
             /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             enabled?: boolean;
         };
         CreateWorkTaskBody: {
@@ -3016,6 +3419,11 @@ export interface components {
                 [key: string]: unknown;
             };
         };
+        RefundInvoicePaymentBody: {
+            /** @description default: all that is left to refund of the payment */
+            amount_cents?: number;
+            reason: string;
+        };
         RequestPasswordResetBody: {
             /** Format: email */
             email: string;
@@ -3155,6 +3563,8 @@ export interface components {
             registration_number?: string | null;
             assignee_user_uids?: string[];
             responsible_user_uid?: string | null;
+            /** @description Why the status changes; kept in the invoice's status history. Only with `status` */
+            status_note?: string;
         };
         UpdateInvoiceCommentBody: {
             text?: string;
@@ -3225,6 +3635,21 @@ export interface components {
             segregation_of_duties?: boolean;
             require_admin_mfa?: boolean;
             slack_channel_id?: string | null;
+            /** @description Replaces the whole setting: a role left out is unlimited, and `users` (members of the organization, each once; at most 200) replaces the list */
+            approval_limits?: {
+                roles?: {
+                    admin?: number | null;
+                    member?: number | null;
+                };
+                users?: {
+                    /** Format: uuid */
+                    user_uid: string;
+                    limit_cents: number | null;
+                }[];
+            };
+            address?: string;
+            tax_id?: string | null;
+            payment_instructions?: string;
             /**
              * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
              * @enum {unknown}
@@ -3255,7 +3680,7 @@ export interface components {
             url?: string;
             description?: string;
             /** @description The event types to send; empty or absent: every one. A deprecated name (work_task.approval_decided) is stored as its new one (approval.decided) */
-            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
+            event_types?: ("invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided")[];
             /** @description true again after an automatic disable */
             enabled?: boolean;
         };
@@ -3286,6 +3711,13 @@ export interface components {
             resolution_note?: string;
             /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
             feedback?: string;
+        };
+        /** @description optional: no body is the same as {} */
+        VoidInvoiceCreditNoteBody: {
+            reason?: string;
+        };
+        VoidInvoicePaymentBody: {
+            reason: string;
         };
     };
     responses: {
@@ -3329,6 +3761,30 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "already_exists" | "idempotency_key_in_use";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `already_exists`: a duplicate of something that must be unique
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         *     - `party_archived`: the party named is archived: unarchive it to put it on an invoice
+         */
+        AlreadyExistsOrIdempotencyKeyInUseOrPartyArchivedOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "already_exists" | "idempotency_key_in_use" | "party_archived";
                 };
             };
         };
@@ -3611,9 +4067,12 @@ export interface components {
          *
          *     - `conflict`: the resource changed meanwhile; send the request again
          *     - `already_exists`: a duplicate of something that must be unique
+         *     - `invalid_state`: the resource’s current state does not allow this
          *     - `sync_in_progress`: another update of this invoice is with the billing partner; retry in a moment
+         *     - `invalid_transition`: the invoice’s lifecycle does not allow this status next; message and `details` name the allowed ones
+         *     - `party_archived`: the party named is archived: unarchive it to put it on an invoice
          */
-        ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute: {
+        ConflictOrAlreadyExistsOrInvalidStateOrSyncInProgressOrInvalidTransitionOrPartyArchivedOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3624,7 +4083,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "conflict" | "already_exists" | "sync_in_progress";
+                    code: "conflict" | "already_exists" | "invalid_state" | "sync_in_progress" | "invalid_transition" | "party_archived";
                 };
             };
         };
@@ -3646,6 +4105,30 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "conflict" | "invalid_state";
+                };
+            };
+        };
+        /**
+         * @description Conflict: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `conflict`: the resource changed meanwhile; send the request again
+         *     - `invalid_state`: the resource’s current state does not allow this
+         *     - `idempotency_key_in_use`: the first request with this Idempotency-Key is still running
+         */
+        ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "conflict" | "invalid_state" | "idempotency_key_in_use";
                 };
             };
         };
@@ -3737,6 +4220,31 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
                 };
             };
         };
@@ -4181,6 +4689,32 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
                 };
             };
         };
@@ -6150,6 +6684,10 @@ export interface operations {
                 organization_uid?: string;
                 q?: string;
                 role?: "client" | "vendor";
+                /** @description true: archived parties only; false: active ones only (omitted: see include_archived) */
+                archived?: boolean;
+                /** @description With `archived` omitted: true lists active and archived parties, false (default) active only */
+                include_archived?: boolean;
                 page?: number;
                 per_page?: number;
             };
@@ -6346,6 +6884,112 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    archiveParty: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["Party"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    unarchiveParty: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["Party"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
     listProducts: {
@@ -6595,8 +7239,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
-            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
+            409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOrPartyArchivedOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
             422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
@@ -6692,9 +7336,9 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["ConflictOrAlreadyExistsOrSyncInProgressOnAuthenticatedRoute"];
+            409: components["responses"]["ConflictOrAlreadyExistsOrInvalidStateOrSyncInProgressOrInvalidTransitionOrPartyArchivedOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -6926,6 +7570,66 @@ export interface operations {
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
             507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    listInvoiceStatusHistory: {
+        parameters: {
+            query?: {
+                page?: number;
+                per_page?: number;
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["InvoiceStatusChange"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                            _links: {
+                                self: string;
+                                next: string | null;
+                                prev: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
     listInvoicePayments: {
@@ -7252,6 +7956,186 @@ export interface operations {
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    getInvoicePdf: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The invoice as a PDF (`Content-Type: application/pdf`), with its content version as a strong `ETag` */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/pdf": string;
+                };
+            };
+            /** @description `If-None-Match` names the current version: nothing sent */
+            304: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": unknown;
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    createHostedInvoiceLink: {
+        parameters: {
+            query?: {
+                /** @description true: revoke the live link and make a new one (the old address stops working at once) */
+                rotate?: boolean;
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["HostedInvoiceLink"];
+                    };
+                };
+            };
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["HostedInvoiceLink"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["ConflictOrInvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    revokeHostedInvoiceLink: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** @description Whether there was a live link to revoke */
+                            revoked: boolean;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            409: components["responses"]["InvalidStateOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
         };
     };
     getBillingIntegration: {
@@ -7644,6 +8528,425 @@ export interface operations {
             403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
             404: components["responses"]["NotFoundOnIdempotentPost"];
             409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    deleteInvoiceAttachment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+                attachment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        /** DeletedInvoiceAttachment */
+                        data: {
+                            /** Format: uuid */
+                            uid: string;
+                            filename: string;
+                            content_type: string;
+                            /** @description bytes */
+                            file_size: number;
+                            /** @description the uploading user's integer id */
+                            uploaded_by: number;
+                            /** Format: date-time */
+                            created_on: string;
+                            description: string;
+                            is_public: boolean;
+                            /** Format: uuid */
+                            invoice_uid: string;
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
+    listPayments: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+                invoice_uid?: string;
+                status?: "succeeded" | "partially_refunded" | "refunded" | "voided";
+                /** @description paid_at from, inclusive */
+                from?: string;
+                /** @description paid_at up to, inclusive; a date includes that whole day */
+                to?: string;
+                page?: number;
+                per_page?: number;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["OrganizationPayment"][];
+                            _meta: {
+                                page: number;
+                                per_page: number;
+                                total_pages: number;
+                                total_items: number;
+                            };
+                            _links: {
+                                self: string;
+                                next: string | null;
+                                prev: string | null;
+                            };
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    refundInvoicePayment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                payment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["RefundInvoicePaymentBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            refund: components["schemas"]["PaymentRefund"];
+                            payment: components["schemas"]["InvoicePayment"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    voidInvoicePayment: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                payment_uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VoidInvoicePaymentBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            payment: components["schemas"]["InvoicePayment"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    listInvoiceCreditNotes: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            items: components["schemas"]["CreditNote"][];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+        };
+    };
+    createInvoiceCreditNote: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateInvoiceCreditNoteBody"];
+            };
+        };
+        responses: {
+            /** @description Created */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            credit_note: components["schemas"]["CreditNote"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            414: components["responses"]["UriTooLongOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
+    voidInvoiceCreditNote: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                uid: string;
+                credit_note_uid: string;
+            };
+            cookie?: never;
+        };
+        /** @description optional: no body is the same as {} */
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["VoidInvoiceCreditNoteBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            credit_note: components["schemas"]["CreditNote"];
+                            invoice: components["schemas"]["Invoice"];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            404: components["responses"]["NotFoundOnIdempotentPost"];
+            409: components["responses"]["InvalidStateOrIdempotencyKeyInUseOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
@@ -10090,6 +11393,91 @@ export interface operations {
             507: components["responses"]["StorageFullOnIdempotentPost"];
         };
     };
+    computeMetrics: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+                /** @description Makes a retry safe: the same key with the same body within 24 hours replays the first answer instead of running again; another body → 422, the first still running → 409 (docs/errors.md#idempotency-key). */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ComputeMetricsBody"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: {
+                            /** Format: uuid */
+                            organization_uid: string;
+                            /**
+                             * Format: date
+                             * @description YYYY-MM-DD
+                             */
+                            from: string;
+                            /**
+                             * Format: date
+                             * @description YYYY-MM-DD
+                             */
+                            to: string;
+                            /** @description the presets computed */
+                            metric_uids: string[];
+                            values_written: number;
+                            days: {
+                                /**
+                                 * Format: date
+                                 * @description YYYY-MM-DD
+                                 */
+                                metric_date: string;
+                                /** @description values inserted or replaced for that day */
+                                values_written: number;
+                                /** @description values the formula could not give (CEI with nothing collectible) */
+                                skipped: {
+                                    metric_uid: string;
+                                    /** Format: uuid */
+                                    entity_uid: string;
+                                    reason: string;
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
+            401: components["responses"]["UnauthorizedOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
+            413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
+            415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
+            429: components["responses"]["RateLimitedOnIdempotentPost"];
+            500: components["responses"]["InternalErrorOnIdempotentPost"];
+            503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
+            507: components["responses"]["StorageFullOnIdempotentPost"];
+        };
+    };
     getMetric: {
         parameters: {
             query?: {
@@ -10651,6 +12039,54 @@ export interface operations {
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
         };
     };
+    deleteKnowledgeDocument: {
+        parameters: {
+            query?: {
+                organization_uid?: string;
+            };
+            header?: {
+                /** @description An id of your own for this request (1–128 letters, digits, `_`, `.`, `:` or `-`): answered in the X-Request-Id header and logged; otherwise the server makes one. */
+                "X-Request-Id"?: components["parameters"]["XRequestId"];
+            };
+            path: {
+                uid: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                    "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                    "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @enum {string} */
+                        status: "success";
+                        status_code: number;
+                        message: string;
+                        data: components["schemas"]["KnowledgeDocument"];
+                    };
+                };
+            };
+            400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
+            401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            404: components["responses"]["NotFoundOnAuthenticatedRoute"];
+            413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
+            414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
+            415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
+            500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
+            503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
+            507: components["responses"]["StorageFullOnAuthenticatedRoute"];
+        };
+    };
     uploadDocument: {
         parameters: {
             query?: {
@@ -10797,6 +12233,23 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /** @description The largest invoice total (cents, any currency) each role, or each named user instead of their role, may approve on a payable. Null: unlimited. Default: no limits */
+                            approval_limits: {
+                                roles: {
+                                    admin: number | null;
+                                    member: number | null;
+                                };
+                                users: {
+                                    /** Format: uuid */
+                                    user_uid: string;
+                                    limit_cents: number | null;
+                                }[];
+                            };
+                            /** @description The organization's postal address as printed on its invoices' PDFs (lines separated by \n) */
+                            address: string;
+                            tax_id: string | null;
+                            /** @description How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages */
+                            payment_instructions: string;
                             /**
                              * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
                              * @enum {unknown}
@@ -10863,6 +12316,23 @@ export interface operations {
                             slack_channel_id: string | null;
                             /** @description Whether this deployment posts to Slack at all (SLACK_BOT_TOKEN is set); read only, from the configuration */
                             slack_configured: boolean;
+                            /** @description The largest invoice total (cents, any currency) each role, or each named user instead of their role, may approve on a payable. Null: unlimited. Default: no limits */
+                            approval_limits: {
+                                roles: {
+                                    admin: number | null;
+                                    member: number | null;
+                                };
+                                users: {
+                                    /** Format: uuid */
+                                    user_uid: string;
+                                    limit_cents: number | null;
+                                }[];
+                            };
+                            /** @description The organization's postal address as printed on its invoices' PDFs (lines separated by \n) */
+                            address: string;
+                            tax_id: string | null;
+                            /** @description How to pay (bank account, reference to quote), printed on invoice PDFs and hosted pages */
+                            payment_instructions: string;
                             /**
                              * @description The PostgreSQL text search configuration knowledge and documents are indexed and searched in (stemming, stop words); `simple`: no stemming. Changing it re-indexes the organization's texts.
                              * @enum {unknown}
@@ -10896,10 +12366,10 @@ export interface operations {
                 actor_type?: "user" | "api_key" | "agent_run" | "system";
                 actor_uid?: string;
                 actor_user_uid?: string;
-                entity_type?: "invoice" | "line_item" | "payment" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint";
+                entity_type?: "invoice" | "line_item" | "payment" | "hosted_invoice_link" | "credit_note" | "party" | "task" | "agent" | "approval_policy" | "api_key" | "member" | "invitation" | "billing_integration" | "email_account" | "email" | "organization" | "webhook_endpoint" | "knowledge_document" | "attachment";
                 /** @description the entity's events and those of what belongs to it (an invoice's line items, payments) */
                 entity_uid?: string;
-                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "party.created" | "party.updated" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled";
+                action?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.approved" | "line_item.created" | "line_item.updated" | "payment.recorded" | "hosted_invoice_link.created" | "hosted_invoice_link.revoked" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.created" | "party.updated" | "party.archived" | "party.unarchived" | "task.created" | "task.updated" | "task.decided" | "task.policy_applied" | "task.approval_recorded" | "task.responded" | "task.revised" | "task.escalated" | "task.expired" | "agent.created" | "agent.updated" | "approval_policy.created" | "approval_policy.updated" | "approval_policy.deleted" | "api_key.created" | "api_key.revoked" | "member.added" | "member.role_changed" | "member.removed" | "invitation.created" | "invitation.resent" | "invitation.revoked" | "invitation.accepted" | "billing_integration.created" | "billing_integration.updated" | "billing_integration.deleted" | "email_account.created" | "email.created" | "email.updated" | "email.canceled" | "email.sent" | "email.failed" | "organization.settings_changed" | "webhook_endpoint.created" | "webhook_endpoint.updated" | "webhook_endpoint.deleted" | "webhook_endpoint.secret_rotated" | "webhook_endpoint.disabled" | "knowledge_document.deleted" | "attachment.deleted";
                 /** @description inclusive */
                 from?: string;
                 /** @description inclusive; a date includes that whole day */
@@ -12001,7 +13471,7 @@ export interface operations {
         parameters: {
             query?: {
                 organization_uid?: string;
-                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided" | "webhook.test";
+                type?: "invoice.created" | "invoice.updated" | "invoice.status_changed" | "invoice.synced" | "invoice.sync_failed" | "payment.recorded" | "payment.refunded" | "payment.voided" | "credit_note.created" | "credit_note.voided" | "party.updated" | "work_task.created" | "work_task.assigned" | "work_task.approval_requested" | "approval.decided" | "agent_run.started" | "agent_run.completed" | "agent_run.failed" | "email_draft.scheduled" | "email_draft.sent" | "email_draft.failed" | "knowledge.processed" | "knowledge.failed" | "work_task.approval_decided" | "webhook.test";
                 entity_uid?: string;
                 page?: number;
                 per_page?: number;

@@ -140,7 +140,8 @@ export async function recordStatusMove(
   options: StatusMoveOptions,
 ): Promise<void> {
   if (from === after.status) return;
-  if (after.invoiceType === 'ACCOUNTS_PAYABLE' && after.status === 'approved') {
+  // A reversal out of paid (a refund) takes a payable back to where it was: no one approves it anew.
+  if (after.invoiceType === 'ACCOUNTS_PAYABLE' && after.status === 'approved' && !options.reversal) {
     if (from !== null) {
       assertMayApprove(
         ctx,

@@ -1,4 +1,4 @@
-import { and, asc, eq, inArray, sql, type SQL } from 'drizzle-orm';
+import { and, asc, eq, inArray, ne, sql, type SQL } from 'drizzle-orm';
 import { rawQuery, type DbOrTx } from '../../platform/db/client.ts';
 import { users } from '../tenancy/tenancy.tables.ts';
 import {
@@ -155,12 +155,19 @@ export async function listLineItems(
     .orderBy(asc(invoiceLineItems.position), asc(invoiceLineItems.uid));
 }
 
+/** What the invoice counts as paid: Σ (amount − refunded) of its payments not voided. */
 export async function sumPayments(db: DbOrTx, organizationUid: string, invoiceUid: string): Promise<number> {
   const [row] = await db
-    .select({ total: sql<number>`coalesce(sum(${invoicePayments.amountCents}), 0)::bigint` })
+    .select({
+      total: sql<number>`coalesce(sum(${invoicePayments.amountCents} - ${invoicePayments.amountRefundedCents}), 0)::bigint`,
+    })
     .from(invoicePayments)
     .where(
-      and(eq(invoicePayments.organizationUid, organizationUid), eq(invoicePayments.invoiceUid, invoiceUid)),
+      and(
+        eq(invoicePayments.organizationUid, organizationUid),
+        eq(invoicePayments.invoiceUid, invoiceUid),
+        ne(invoicePayments.status, 'voided'),
+      ),
     );
   return Number(row?.total ?? 0);
 }
@@ -171,18 +178,6 @@ export async function insertPayment(
 ): Promise<PaymentRow> {
   const [row] = await db.insert(invoicePayments).values(values).returning();
   return row!;
-}
-
-/** An invoice's payments, oldest first, with who recorded each (their name, for people reading it). */
-export async function listPayments(db: DbOrTx, organizationUid: string, invoiceUid: string) {
-  return db
-    .select({ payment: invoicePayments, recordedBy: { uid: users.uid, fullName: users.fullName } })
-    .from(invoicePayments)
-    .leftJoin(users, eq(users.uid, invoicePayments.createdByUserUid))
-    .where(
-      and(eq(invoicePayments.organizationUid, organizationUid), eq(invoicePayments.invoiceUid, invoiceUid)),
-    )
-    .orderBy(asc(invoicePayments.paidAt), asc(invoicePayments.createdAt), asc(invoicePayments.uid));
 }
 
 const commentColumns = {

@@ -18,9 +18,7 @@ import {
   LineItemsEnvelope,
   LineItemsUpdateBody,
   PatchCommentBody,
-  Payment,
   PaymentBody,
-  PaymentsEnvelope,
   StatusChange,
   StatusHistoryEnvelope,
   StatusHistoryQuery,
@@ -36,7 +34,6 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
   app.addSchema(Comment);
   app.addSchema(Invoice);
   app.addSchema(InvoiceListItem);
-  app.addSchema(Payment);
   app.addSchema(StatusChange);
   const tags = ['Invoices'];
   const read = { scope: 'invoices:read' as const };
@@ -105,6 +102,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
           'approval_limit_exceeded',
           'not_found',
           'conflict',
+          'invalid_state',
           'already_exists',
           'invalid_transition',
           'sync_in_progress',
@@ -258,22 +256,6 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         'Status history',
       );
     },
-  );
-
-  app.get(
-    '/api/invoices/:uid/payments',
-    {
-      schema: {
-        operationId: 'listInvoicePayments',
-        tags,
-        summary: "An invoice's payments, oldest first",
-        params: InvoiceParams,
-        response: { 200: PaymentsEnvelope, ...errorResponses },
-      },
-      config: { ...read, errors: ['not_found'] },
-    },
-    async (request) =>
-      envelope({ items: await service.listPayments(db, request.tenant(), request.params.uid) }, 'Payments'),
   );
 
   app.post(

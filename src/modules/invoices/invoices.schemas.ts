@@ -270,22 +270,6 @@ export const PaymentBody = Type.Object({
   paid_at: Type.Optional(DateOrDateTime),
 });
 
-export const Payment = Type.Object(
-  {
-    uid: Uuid,
-    invoice_uid: Uuid,
-    amount_cents: Type.Integer({ description: 'cents' }),
-    currency: Type.String({ description: "the invoice's currency" }),
-    paid_at: DateTime,
-    recorded_by: Nullable(
-      Type.Object({ user_uid: Uuid, full_name: Type.String() }, { description: 'who recorded it' }),
-    ),
-    created_at: DateTime,
-  },
-  { $id: 'InvoicePayment' },
-);
-export const PaymentsEnvelope = Envelope(Type.Object({ items: Type.Array(Type.Ref('InvoicePayment')) }));
-
 export const InvoiceParams = Type.Object({ uid: Uuid });
 export const CommentParams = Type.Object({ uid: Uuid, comment_uid: Uuid });
 export const InvoiceEnvelope = Envelope(Type.Ref('Invoice'));

@@ -25,6 +25,8 @@ import {
 } from './invoice-totals.ts';
 import { loadInvoiceViews, toCommentView, toLineItemView, type InvoiceView } from './invoice-view.ts';
 import * as repo from './invoices.repository.ts';
+import { settle } from './invoice-settlement.ts';
+import { hasIssuedCreditNotes } from './credits.repository.ts';
 import {
   changesBetween,
   hasChanges,
@@ -61,7 +63,7 @@ function checkStatus(type: InvoiceType, status: string, field = 'status'): void 
 }
 
 /** A uid given → the invoice, if the caller may see it (invoice-access.ts), or 404. */
-async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
+export async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
   const row = await repo.findInvoice(db, visibleInvoices(db, invoiceReader(ctx.principal)), uid, {
     forUpdate,
   });
@@ -69,7 +71,7 @@ async function getInvoiceRow(db: DbOrTx, ctx: RequestContext, uid: string, forUp
   return row;
 }
 
-async function viewOf(db: DbOrTx, row: repo.InvoiceRow): Promise<InvoiceView> {
+export async function viewOf(db: DbOrTx, row: repo.InvoiceRow): Promise<InvoiceView> {
   const [view] = await loadInvoiceViews(db, row.organizationUid, [row], { includeComments: true });
   return view!;
 }
@@ -90,7 +92,7 @@ function changedFields(before: InvoiceView, after: InvoiceView): string[] {
     .map(([key]) => key);
 }
 
-const invoiceEntity = (view: InvoiceView) => ({
+export const invoiceEntity = (view: InvoiceView) => ({
   type: 'invoice',
   uid: view.uid,
   organizationUid: view.organization_uid,
@@ -100,7 +102,7 @@ const invoiceEntity = (view: InvoiceView) => ({
  * `invoice.updated` when the change altered what `GET /api/invoices/{uid}` answers (nothing for an
  * update that sent the same values), and `invoice.status_changed` after it when the status moved.
  */
-async function emitInvoiceChange(
+export async function emitInvoiceChange(
   tx: DbOrTx,
   jobs: Jobs,
   before: InvoiceView,
@@ -130,7 +132,7 @@ async function noteReceivablesChange(tx: DbOrTx, jobs: Jobs, invoice: InvoiceVie
   }
 }
 
-function toPaymentView(row: repo.PaymentRow) {
+export function toPaymentView(row: repo.PaymentRow) {
   return {
     uid: row.uid,
     invoice_uid: row.invoiceUid,
@@ -240,10 +242,22 @@ function lineValues(organizationUid: string, invoiceUid: string, line: ResolvedL
 
 /** Bookkeeping that changes with every write (or follows from comments), not a change of its own. */
 const INVOICE_NOISE = ['revision', 'has_comments'];
+/**
+ * A payment's event names its invoice as its parent; a new payment's refund and void columns (migration
+ * 0030) say nothing yet.
+ */
+const PAYMENT_NOISE = [
+  'invoice_uid',
+  'status',
+  'amount_refunded_cents',
+  'voided_at',
+  'voided_by_user_uid',
+  'void_reason',
+];
 /** A line item's event names its invoice as its parent. */
 const LINE_NOISE = ['invoice_uid'];
 
-const invoiceParent = (invoiceUid: string) => ({ type: 'invoice' as const, uid: invoiceUid });
+export const invoiceParent = (invoiceUid: string) => ({ type: 'invoice' as const, uid: invoiceUid });
 
 function lineItemCreated(line: repo.LineItemRow): AuditEvent {
   return {
@@ -289,7 +303,7 @@ async function recordInvoiceUpdate(
 }
 
 /** Recomputes the derived money after a change to lines, tax, credit notes or payments. */
-async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.InvoiceInsert> = {}) {
+export async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial<repo.InvoiceInsert> = {}) {
   const lines = await repo.listLineItems(tx, row.organizationUid, [row.uid]);
   const paid = await repo.sumPayments(tx, row.organizationUid, row.uid);
   const t = computeTotals({
@@ -575,6 +589,17 @@ async function applyUpdate(
   set('registrationNumber', body.registration_number);
   set('taxCents', body.tax_cents);
   set('prePaymentCreditNotesCents', body.pre_payment_credit_notes_cents);
+  if (
+    body.pre_payment_credit_notes_cents !== undefined &&
+    body.pre_payment_credit_notes_cents !== row.prePaymentCreditNotesCents &&
+    (await hasIssuedCreditNotes(tx, org, row.uid))
+  ) {
+    // With credit notes the amount is theirs (credit-notes.service.ts): set by hand it would drift from them.
+    throw new AppError(
+      'invalid_state',
+      'pre_payment_credit_notes_cents follows the invoice’s credit notes: issue or void a credit note instead',
+    );
+  }
   set('invoiceMemo', body.invoice_notes?.invoice_memo);
   set('invoiceFooter', body.invoice_notes?.invoice_footer);
   if (body.currency !== undefined) {
@@ -899,22 +924,7 @@ export async function patchComment(
   });
 }
 
-/** Records a payment; one that settles the remaining amount moves the invoice to `paid`. */
-/** The payments recorded on an invoice the caller may see (404 otherwise), oldest first. */
-export async function listPayments(db: Db, ctx: RequestContext, invoiceUid: string) {
-  const row = await getInvoiceRow(db, ctx, invoiceUid);
-  const rows = await repo.listPayments(db, row.organizationUid, row.uid);
-  return rows.map(({ payment, recordedBy }) => ({
-    uid: payment.uid,
-    invoice_uid: payment.invoiceUid,
-    amount_cents: payment.amountCents,
-    currency: row.currency,
-    paid_at: payment.paidAt.toISOString(),
-    recorded_by: recordedBy ? { user_uid: recordedBy.uid, full_name: recordedBy.fullName } : null,
-    created_at: payment.createdAt.toISOString(),
-  }));
-}
-
+/** Records a payment; one that settles the remaining amount moves the invoice to `paid` (settle()). */
 export async function addPayment(
   db: Db,
   jobs: Jobs,
@@ -946,38 +956,21 @@ export async function addPayment(
       paidAt,
       createdByUserUid: ctx.principal.user.uid,
     });
-    let updated = await recompute(tx, row, { revision: row.revision + 1 });
-    const events: AuditEvent[] = [
+    const recomputed = await recompute(tx, row, { revision: row.revision + 1 });
+    await recordAuditEvents(tx, ctx, [
       {
         organizationUid: row.organizationUid,
         action: 'payment.recorded',
         entityUid: payment.uid,
         parent: invoiceParent(row.uid),
-        changes: changesBetween(null, payment, { omit: ['invoice_uid'] }),
+        changes: changesBetween(null, payment, { omit: PAYMENT_NOISE }),
       },
-    ];
-    if (updated.amountRemainingCents <= 0) {
-      // Settled: a move to paid like any other (checked, recorded in the history with this payment as
-      // its reason); an invoice already marked paid only takes the payment's date.
-      const moved = checkStatusMove(updated, 'paid');
-      updated = await repo.updateInvoice(
-        tx,
-        row.organizationUid,
-        row.uid,
-        moved ? statusMoveValues(ctx, updated, 'paid', paidAt) : { paidDate: paidAt },
-      );
-      if (moved) await recordStatusMove(tx, ctx, row.status, updated, { reason: 'payment' });
-      // The invoice's own move to paid is an event of its own (in the same INSERT).
-      if (updated.status !== row.status) {
-        events.push({
-          organizationUid: row.organizationUid,
-          action: 'invoice.status_changed',
-          entityUid: row.uid,
-          changes: changesBetween(row, updated, { omit: INVOICE_NOISE }),
-        });
-      }
-    }
-    await recordAuditEvents(tx, ctx, events);
+    ]);
+    // Settled: the invoice's own move to paid is an event of its own (invoice-settlement.ts).
+    const { invoice: updated } = await settle(tx, recomputed, ctx, 'payment', {
+      before: row,
+      paidAt,
+    });
     const after = await viewOf(tx, updated);
     // The payment first, then what it did to the invoice (its amounts, and a move to paid).
     await emitEvent(tx, jobs, ctx, 'payment.recorded', invoiceEntity(after), {

@@ -193,8 +193,22 @@ export const invoicePayments = pgTable(
     paidAt: timestamp('paid_at', { withTimezone: true }).notNull(),
     createdByUserUid: uuid('created_by_user_uid').notNull(),
     createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+    // Refunds and voids (migration 0030, docs/invoices.md#payments-refunds-and-credit-notes): what
+    // counts as paid is amount − refunded of the payments not voided.
+    status: text('status', {
+      enum: ['succeeded', 'partially_refunded', 'refunded', 'voided'],
+    })
+      .notNull()
+      .default('succeeded'),
+    amountRefundedCents: bigint('amount_refunded_cents', { mode: 'number' }).notNull().default(0),
+    voidedAt: timestamp('voided_at', { withTimezone: true }),
+    voidedByUserUid: uuid('voided_by_user_uid'),
+    voidReason: text('void_reason'),
   },
-  (t) => [index('invoice_payments_invoice_idx').on(t.organizationUid, t.invoiceUid, t.paidAt)],
+  (t) => [
+    index('invoice_payments_invoice_idx').on(t.organizationUid, t.invoiceUid, t.paidAt),
+    index('invoice_payments_org_paid_idx').on(t.organizationUid, t.paidAt.desc(), t.uid.desc()),
+  ],
 );
 
 export const invoiceAttachments = pgTable(

@@ -336,7 +336,8 @@ export async function loadReceivableInvoices(
     .select({
       invoiceUid: invoicePayments.invoiceUid,
       paidOn: utcDay<string>(invoicePayments.paidAt),
-      amountCents: invoicePayments.amountCents,
+      // Net of refunds, dated with the payment; a voided payment (a mistake) never happened.
+      amountCents: sql<number>`${invoicePayments.amountCents} - ${invoicePayments.amountRefundedCents}`,
     })
     .from(invoicePayments)
     .innerJoin(
@@ -349,6 +350,7 @@ export async function loadReceivableInvoices(
     .where(
       and(
         eq(invoicePayments.organizationUid, organizationUid),
+        sql`${invoicePayments.status} <> 'voided'`,
         sql`${invoicePayments.paidAt} < ${startOf(window.dayAfterEnd)}`,
         candidate,
       ),
