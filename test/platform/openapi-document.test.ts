@@ -305,10 +305,10 @@ describe('the OpenAPI document’s error answers (the registry of error codes)',
     const update = doc.paths['/api/invoices/{uid}']!.put!;
     expect(codesOf(update, '409')).toEqual([
       'conflict',
-      'invalid_state',
       'already_exists',
-      'invalid_transition',
+      'invalid_state',
       'sync_in_progress',
+      'invalid_transition',
       'party_archived',
     ]);
     expect(codesOf(update, '502')).toEqual(['bad_gateway']);
