@@ -76,9 +76,10 @@ export default function MetricsPage() {
       {data.status === 'ready' && !data.data.snapshot && (
         <Empty title="No metric values yet.">
           <p>
-            Remit computes DSO, the overdue amount and the aging buckets every night at 00:15 UTC, for the day
-            that just ended. An administrator can compute them now with{' '}
-            <code>remit metrics compute --org {org}</code>.
+            Remit computes DSO, the overdue amount and the aging buckets when they are first read, again
+            shortly after invoices and payments change, and every night for the day that ended. None show
+            while the preset metrics are paused. An administrator can compute them with{' '}
+            <code>POST /api/metrics/compute</code> or <code>remit metrics compute --org {org}</code>.
           </p>
         </Empty>
       )}
