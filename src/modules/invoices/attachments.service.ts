@@ -58,15 +58,7 @@ export function attachmentKey(organizationUid: string, invoiceUid: string, uid: 
 
 async function toView(deps: AttachmentDeps, row: repo.AttachmentRow): Promise<AttachmentView> {
   return {
-    uid: row.uid,
-    filename: row.filename,
-    content_type: row.contentType,
-    file_size: Number(row.fileSize),
-    uploaded_by: row.uploadedBy,
-    created_on: row.createdOn.toISOString(),
-    description: row.description,
-    is_public: row.isPublic,
-    invoice_uid: row.invoiceUid,
+    ...deletedView(row),
     presigned_url: await deps.storage.presignedGetUrl(row.storageKey, {
       expiresInSeconds: deps.urlExpiresS,
       filename: row.filename,
