@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { and, eq, sql } from 'drizzle-orm';
+import { and, eq, inArray, sql } from 'drizzle-orm';
 import { registerExecutor } from '../../src/modules/agents/agent-runs.service.ts';
 import { agentNotifications, agentRuns, agents } from '../../src/modules/agents/agents.tables.ts';
 import { sendDigests } from '../../src/modules/agents/notifications.service.ts';
@@ -7,6 +7,7 @@ import { initOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import { createChatClient } from '../../src/platform/chat/chat.ts';
 import { rawQuery } from '../../src/platform/db/client.ts';
 import { AGENT_DIGEST_QUEUE } from '../../src/modules/agents/agents.jobs.ts';
+import { CHAT_DELIVERY_QUEUE } from '../../src/modules/agents/notification-delivery.ts';
 import {
   createAgent,
   createCollectionsAgent,
@@ -291,6 +292,17 @@ describe('delivery through the Slack Web API', () => {
         }
       }
       if (failure.transient) {
+        // The backoff was checked above; its wait is not this test's: the retries are made due now.
+        const uids = notes.map((n) => String(n.uid));
+        await t.db
+          .update(agentNotifications)
+          .set({ nextAttemptAt: new Date() })
+          .where(inArray(agentNotifications.uid, uids));
+        await rawQuery(
+          t.db,
+          `update pgboss.job set start_after = now() where name = $1 and state = 'created'`,
+          [CHAT_DELIVERY_QUEUE],
+        );
         // Slack is back: each retry (its job, due at next_attempt_at) posts it, once.
         const posted = (agentUid: string) =>
           until(
