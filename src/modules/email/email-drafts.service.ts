@@ -6,6 +6,7 @@ import { AppError, notFound, validationFailed } from '../../platform/http/errors
 import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { sanitizeFilename, type ObjectStorage } from '../../platform/storage/storage.ts';
+import { scheduleObjectDelete } from '../../platform/storage/object-deletes.ts';
 import { findAccount } from './email-accounts.repository.ts';
 import * as repo from './email-drafts.repository.ts';
 import { MAX_ATTACHMENT_BYTES, type ListDraftsQueryT, type SaveDraftBodyT } from './email-drafts.schemas.ts';
@@ -257,6 +258,7 @@ export async function updateDraft(
         jobId: sendJobId !== current.sendJobId ? current.sendJobId : null,
         attachments: attachments ? current.attachments : [],
       };
+      await scheduleRemovals(tx, deps.jobs, organizationUid, replaced.attachments);
       const updated = await repo.updateDraft(tx, organizationUid, uid, {
         ...(account ? { fromAccountUid: account.uid, fromEmail: account.email } : {}),
         ...(body.to !== undefined ? { to: body.to } : {}),
@@ -301,14 +303,24 @@ interface Superseded {
   attachments: StoredAttachment[];
 }
 
+/**
+ * The objects a change stops pointing at are removed by the durable delete job, enqueued in the
+ * change's transaction (platform/storage/object-deletes.ts): a crash after the commit or a storage
+ * outage does not leave them behind.
+ */
+async function scheduleRemovals(
+  tx: DbOrTx,
+  jobs: Jobs,
+  organizationUid: string,
+  attachments: StoredAttachment[],
+): Promise<void> {
+  for (const a of attachments) await scheduleObjectDelete(tx, jobs, { organizationUid, key: a.storage_key });
+}
+
 async function cleanUp(deps: EmailDraftDeps, replaced: Superseded | undefined) {
   if (!replaced) return;
-  const { jobId, attachments } = replaced;
   // Only once the change has committed: a request's unit of work may still roll it back.
-  await afterCommit(async () => {
-    await cancelJob(deps, jobId);
-    await removeObjects(deps, attachments);
-  });
+  await afterCommit(() => cancelJob(deps, replaced.jobId));
 }
 
 export async function getDraft(db: Db, ctx: RequestContext, uid: string): Promise<EmailDraftView> {
@@ -368,6 +380,7 @@ export async function cancelDraft(
     if (!current) throw notFound('Email draft');
     assertEditable(current.status, 'canceled');
     replaced = { jobId: current.sendJobId, attachments: current.attachments };
+    await scheduleRemovals(tx, deps.jobs, current.organizationUid, current.attachments);
     const canceled = await repo.updateDraft(tx, current.organizationUid, uid, {
       status: 'canceled',
       sendJobId: null,
