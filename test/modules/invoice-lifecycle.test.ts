@@ -472,6 +472,23 @@ describe('approval limits', () => {
     expect((await get(ap.uid)).tax_cents).toBe(500_000);
   });
 
+  it('raising an approved payable’s total needs a limit covering the new total; lowering it does not', async () => {
+    await setLimits({ roles: { member: 500_000 } });
+    const ap = await atLimit();
+    await move(ap.uid, 'approved', p.orgA.member.key);
+    expectErrorBody(
+      await put(ap.uid, { tax_cents: 500_001 }, p.orgA.member.key),
+      403,
+      'approval_limit_exceeded',
+    );
+    expect(await get(ap.uid)).toMatchObject({ status: 'approved', tax_cents: 500_000 });
+    expect((await put(ap.uid, { tax_cents: 400_000 }, p.orgA.member.key)).status).toBe(200);
+    // An admin (unlimited) may raise it; a payable not yet approved stands on no approval.
+    expect((await put(ap.uid, { tax_cents: 900_000 })).status).toBe(200);
+    const received = await atLimit();
+    expect((await put(received.uid, { tax_cents: 900_000 }, p.orgA.member.key)).status).toBe(200);
+  });
+
   it('a per-user limit overrides the role’s, for members and admins alike', async () => {
     await setLimits({
       roles: { member: 500_000, admin: null },

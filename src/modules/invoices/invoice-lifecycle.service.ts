@@ -126,6 +126,25 @@ async function assertWithinApprovalLimit(
   throw error;
 }
 
+/** A payable's statuses that stand on its approval: it was approved at its total then. */
+const STANDING_ON_APPROVAL = new Set(['approved', 'registered', 'scheduled']);
+
+/**
+ * A change that raises the total of a payable already approved (lines added or changed, tax) approves
+ * the higher amount in effect: it needs the caller's approval limit to cover the new total, as an
+ * approval would (403 `approval_limit_exceeded`). Lowering it, or any receivable, needs nothing.
+ */
+export async function assertApprovalCoversTotal(
+  tx: DbOrTx,
+  ctx: RequestContext,
+  before: Pick<repo.InvoiceRow, 'totalCents'>,
+  after: repo.InvoiceRow,
+): Promise<void> {
+  if (after.invoiceType !== 'ACCOUNTS_PAYABLE' || !STANDING_ON_APPROVAL.has(after.status)) return;
+  if (after.totalCents <= before.totalCents) return;
+  await assertWithinApprovalLimit(tx, ctx, after);
+}
+
 /**
  * After the invoice row was written with its new status (`from` null: just created): a payable moved to
  * approved by this caller needs the right to approve it (an admin or its responsible user, segregation

@@ -138,7 +138,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['not_found'] },
+      config: { ...write, errors: ['not_found', 'approval_limit_exceeded'] },
     },
     async (request) => {
       const body = request.body;
@@ -166,7 +166,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['not_found'] },
+      config: { ...write, errors: ['not_found', 'approval_limit_exceeded'] },
     },
     async (request) => {
       const body = request.body;

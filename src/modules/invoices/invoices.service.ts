@@ -4,6 +4,7 @@ import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
 import {
+  assertApprovalCoversTotal,
   checkStatusMove,
   recordStatusMove,
   statusMoveValues,
@@ -645,6 +646,7 @@ async function applyUpdate(
   // On the written row: approval rights and limits on its final total, and the history row.
   if (moved)
     await recordStatusMove(tx, ctx, row.status, updated, { reason: 'update', note: body.status_note });
+  else await assertApprovalCoversTotal(tx, ctx, row, updated);
   return { updated, assignees };
 }
 
@@ -787,6 +789,7 @@ export async function addLineItems(
       lines.map((l) => lineValues(row.organizationUid, row.uid, l)),
     );
     const updated = await recompute(tx, row, { revision: row.revision + 1 });
+    await assertApprovalCoversTotal(tx, ctx, row, updated);
     await recordAuditEvents(tx, ctx, inserted.map(lineItemCreated));
     await emitInvoiceChange(tx, jobs, before, await viewOf(tx, updated));
     return inserted.map(toLineItemView);
@@ -856,6 +859,7 @@ export async function updateLineItems(
       );
     }
     const recomputed = await recompute(tx, row, { revision: row.revision + 1 });
+    await assertApprovalCoversTotal(tx, ctx, row, recomputed);
     const events: AuditEvent[] = [];
     for (const line of updated) {
       const changes = changesBetween(toLineItemView(existing.get(line.uid)!), toLineItemView(line), {
