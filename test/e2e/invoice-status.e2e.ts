@@ -116,6 +116,7 @@ describe("an invoice's status in the console", { timeout: 60_000 }, () => {
     const panel = statusPanel(grace);
     await panel.getByText('Received', { exact: true }).first().waitFor();
     // The lifecycle's moves from received, and not Mark paid: a payable is paid only once approved.
+    await moveButtons(grace).last().waitFor();
     await expect(moveButtons(grace).allInnerTexts()).resolves.toEqual([
       'Start review',
       'Approve',
@@ -124,7 +125,7 @@ describe("an invoice's status in the console", { timeout: 60_000 }, () => {
     ]);
     await panel.getByRole('button', { name: 'Approve', exact: true }).click();
     const alert = panel.getByRole('alert');
-    await alert.getByText('The status was not changed').waitFor();
+    await alert.getByText('The status was not changed.').waitFor();
     await alert
       .getByText("The invoice's total, 7500.00 EUR, is over the member role's approval limit of 5000.00")
       .waitFor();
@@ -152,6 +153,8 @@ describe("an invoice's status in the console", { timeout: 60_000 }, () => {
     await panel.getByLabel('Note (optional)').fill('Checked against the audit contract');
     await panel.getByRole('button', { name: 'Approve', exact: true }).click();
     await panel.getByRole('status').getByText('Status changed to Approved.').waitFor();
+    // The buttons once the history is read again with the new status.
+    await panel.getByRole('button', { name: 'Mark registered' }).waitFor();
     await expect(moveButtons(ada).allInnerTexts()).resolves.toEqual([
       'Mark registered',
       'Schedule',

@@ -214,6 +214,8 @@ function Status({ invoice, onMoved }: { invoice: Invoice; onMoved: () => void })
   };
 
   const allowed = history.status === 'ready' ? history.data.allowed_next_statuses : [];
+  // One primary button: approval where it is offered, else the lifecycle's first move.
+  const forward = allowed.includes('approved') ? 'approved' : allowed.find((to) => !isDestructive(to));
   return (
     <section className="panel status-panel" aria-labelledby="status-heading">
       <h2 id="status-heading">Status</h2>
@@ -252,7 +254,7 @@ function Status({ invoice, onMoved }: { invoice: Invoice; onMoved: () => void })
               <button
                 key={to}
                 type="button"
-                className={`button${isDestructive(to) ? ' button-danger' : to === allowed[0] || to === 'approved' ? ' button-primary' : ''}`}
+                className={`button${isDestructive(to) ? ' button-danger' : to === forward ? ' button-primary' : ''}`}
                 disabled={busy !== undefined}
                 onClick={(event) => (isDestructive(to) ? ask(to, event.currentTarget) : void move(to))}
               >
@@ -269,7 +271,11 @@ function Status({ invoice, onMoved }: { invoice: Invoice; onMoved: () => void })
           </p>
         )}
       </div>
-      {problem && <Problem title="The status was not changed" message={problem} />}
+      {problem && (
+        <div className="form-problem status-problem" role="alert">
+          <strong>The status was not changed.</strong> {problem}
+        </div>
+      )}
       {history.status === 'ready' && history.data.items.length > 0 && (
         <>
           <h3 id="status-history-heading">History</h3>
