@@ -364,6 +364,39 @@ describe('the status history', () => {
     expect((await historyOf(inv.uid)).body.data._meta.total_items).toBe(items.length);
   });
 
+  it('allowed_next_statuses: what a PUT from the caller would accept now, reversals only where it would', async () => {
+    const allowed = async (uid: string, key = p.orgA.admin.key) => {
+      const res = await historyOf(uid, key);
+      expect(res.status, res.raw).toBe(200);
+      return res.body.data.allowed_next_statuses as string[];
+    };
+    const ar = await receivable();
+    expect(await allowed(ar.uid)).toEqual(['open', 'void']);
+    expect(await allowed(ar.uid, p.orgA.member.key)).toEqual(['open', 'void']);
+    await move(ar.uid, 'open');
+    expect(await allowed(ar.uid)).toEqual(['paid', 'uncollectible', 'void']);
+    // Settled by a payment: paid for good (no reversal through PUT).
+    await pay(ar.uid, 10_000);
+    expect(await allowed(ar.uid)).toEqual([]);
+    // Marked paid by hand, still owing: it may be reopened, as PUT accepts.
+    const byHand = await receivable({ status: 'open' });
+    await move(byHand.uid, 'paid');
+    expect(await allowed(byHand.uid)).toEqual(['open']);
+    expect((await put(byHand.uid, { status: 'open' })).status).toBe(200);
+
+    const ap = await payable();
+    expect(await allowed(ap.uid)).toEqual(['in_review', 'approved', 'rejected', 'void']);
+    expect(await allowed(ap.uid)).not.toContain('paid');
+    await move(ap.uid, 'approved');
+    expect(await allowed(ap.uid)).toEqual(['registered', 'scheduled', 'paid', 'void']);
+    const apByHand = await payable({ status: 'paid' });
+    expect(await allowed(apByHand.uid)).toEqual(['approved', 'registered', 'scheduled']);
+    await move(apByHand.uid, 'scheduled');
+    expect(await allowed(apByHand.uid)).toEqual(['approved', 'registered', 'paid', 'void']);
+    // The invoice itself does not carry it (the interface's shape).
+    expect(await get(ap.uid)).not.toHaveProperty('allowed_next_statuses');
+  });
+
   it('a member reads the history of an invoice assigned to them only; another organization’s is 404', async () => {
     const mine = await receivable();
     expect((await historyOf(mine.uid, p.orgA.member.key)).status).toBe(200);

@@ -7607,6 +7607,8 @@ export interface operations {
                         message: string;
                         data: {
                             items: components["schemas"]["InvoiceStatusChange"][];
+                            /** @description the statuses a PUT from this caller may move the invoice to now (docs/invoices.md#lifecycle); a move to approved may still be refused by approval rights or limits (403) */
+                            allowed_next_statuses: string[];
                             _meta: {
                                 page: number;
                                 per_page: number;

@@ -5,6 +5,7 @@ import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { approvalLimits, segregationOfDuties } from '../tenancy/organization-settings.service.ts';
 import { assertMayApprove, invoiceReader, visibleInvoices } from './invoice-access.ts';
 import {
+  allowedNextStatuses,
   approvalLimitOf,
   checkTransition,
   formatCents,
@@ -208,18 +209,27 @@ function toHistoryView(row: history.StatusHistoryRow) {
 }
 export type StatusHistoryView = ReturnType<typeof toHistoryView>;
 
-/** GET /api/invoices/{uid}/status-history: oldest first, for an invoice the caller may see (else 404). */
+/**
+ * GET /api/invoices/{uid}/status-history: oldest first, for an invoice the caller may see (else 404),
+ * with the statuses a `PUT` from this caller would accept next (the lifecycle; reversals out of paid
+ * only for an invoice marked paid by hand that still owes something, as `checkStatusMove` without
+ * `reversal`). Approval rights and limits are not anticipated: they are checked on the move (403).
+ */
 export async function listStatusHistory(
   db: DbOrTx,
   ctx: RequestContext,
   invoiceUid: string,
   page: PageRequest,
-): Promise<{ items: StatusHistoryView[]; total: number }> {
+): Promise<{ items: StatusHistoryView[]; total: number; allowedNextStatuses: string[] }> {
   const invoice = await repo.findInvoice(db, visibleInvoices(db, invoiceReader(ctx.principal)), invoiceUid);
   if (!invoice) throw notFound('Invoice');
   const { rows, total } = await history.listStatusHistory(db, invoice.organizationUid, invoice.uid, {
     limit: page.perPage,
     offset: offsetOf(page),
   });
-  return { items: rows.map(toHistoryView), total };
+  const next = allowedNextStatuses(invoice.invoiceType, invoice.status, {
+    reversal: false,
+    amountRemainingCents: invoice.amountRemainingCents,
+  });
+  return { items: rows.map(toHistoryView), total, allowedNextStatuses: next };
 }

@@ -249,10 +249,20 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
     },
     async (request) => {
       const page = pageRequest(request.query, 25);
-      const { items, total } = await listStatusHistory(db, request.tenant(), request.params.uid, page);
+      const { items, total, allowedNextStatuses } = await listStatusHistory(
+        db,
+        request.tenant(),
+        request.params.uid,
+        page,
+      );
       const meta = pageMeta(page, total);
       return envelope(
-        { items, _meta: meta, _links: pageLinks(deps.config.publicBaseUrl, request.url, meta) },
+        {
+          items,
+          allowed_next_statuses: allowedNextStatuses,
+          _meta: meta,
+          _links: pageLinks(deps.config.publicBaseUrl, request.url, meta),
+        },
         'Status history',
       );
     },

@@ -305,6 +305,10 @@ export const StatusHistoryQuery = Type.Object(pageQuery(25));
 export const StatusHistoryEnvelope = Envelope(
   Type.Object({
     items: Type.Array(Type.Ref('InvoiceStatusChange')),
+    allowed_next_statuses: Type.Array(Type.String(), {
+      description:
+        'the statuses a PUT from this caller may move the invoice to now (docs/invoices.md#lifecycle); a move to approved may still be refused by approval rights or limits (403)',
+    }),
     _meta: PageMeta,
     _links: PageLinks,
   }),

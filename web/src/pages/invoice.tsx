@@ -1,10 +1,13 @@
 import { Ago } from '../components/ago.tsx';
 import { useRef, useState, type FormEvent } from 'react';
+import './collections.css';
+import './invoice.css';
 import { problemOf, type Invoice } from '../api.ts';
 import { InvoiceEmails } from '../components/invoice-emails.tsx';
 import { TableBox } from '../components/list-parts.tsx';
 import { Empty, Loading, Problem, useDocumentTitle } from '../components/states.tsx';
 import { formatAgo, formatDate, formatDateTime, formatMoney } from '../format.ts';
+import { isDestructive, moveLabel, reasonLabel } from '../invoice-status.ts';
 import { labelOf } from '../list-query.ts';
 import { Link } from '../router.tsx';
 import { useSignedIn } from '../session.tsx';
@@ -18,8 +21,8 @@ const bytes = (n: number) =>
       : `${(n / 1024 / 1024).toFixed(1)} MB`;
 
 /**
- * One invoice: its header, line items, payments, comments (with a form to add one), attachments and
- * its state at the billing partner.
+ * One invoice: its header, its status (with the moves the lifecycle allows and the history), line
+ * items, payments, comments (with a form to add one), attachments and its state at the billing partner.
  */
 export default function InvoicePage({ uid }: { uid: string }) {
   const { client, organization } = useSignedIn();
@@ -63,6 +66,7 @@ export default function InvoicePage({ uid }: { uid: string }) {
     <div className="page">
       <BackLink kind={data.invoice_type === 'ACCOUNTS_PAYABLE' ? 'payable' : 'receivable'} />
       <Header invoice={data} />
+      <Status invoice={data} onMoved={() => setVersion((v) => v + 1)} />
       <LineItems invoice={data} />
       <Payments invoice={data} version={version} />
       <Comments invoice={data} onAdded={() => setVersion((v) => v + 1)} />
@@ -150,6 +154,182 @@ function Header({ invoice }: { invoice: Invoice }) {
         )}
       </dl>
     </header>
+  );
+}
+
+/**
+ * The invoice's status: a button per move the API allows now (`allowed_next_statuses` of the status
+ * history, so the lifecycle is the service's alone), an optional note kept with the move, a question
+ * before void or reject, the API's refusal in its own words (a lifecycle 409, an approval limit's 403),
+ * and the history, oldest first. After a move the invoice is read again, and with its new revision the
+ * history.
+ */
+function Status({ invoice, onMoved }: { invoice: Invoice; onMoved: () => void }) {
+  const { client, organization } = useSignedIn();
+  const [attempt, setAttempt] = useState(0);
+  const [note, setNote] = useState('');
+  const [busy, setBusy] = useState<string>();
+  const [problem, setProblem] = useState<string>();
+  const [done, setDone] = useState<string>();
+  const [asking, setAsking] = useState<string>();
+  const dialog = useRef<HTMLDialogElement>(null);
+  const asker = useRef<HTMLButtonElement | null>(null);
+  const query = { organization_uid: organization.organization_uid };
+  const history = useResource(
+    `status-history:${invoice.uid}:${invoice.revision}:${invoice.status}:${attempt}`,
+    async () =>
+      (
+        await client.GET('/api/invoices/{uid}/status-history', {
+          params: { path: { uid: invoice.uid }, query: { ...query, per_page: 100 } },
+        })
+      ).data,
+  );
+  const kind = invoice.invoice_type;
+  const label = (to: string) => moveLabel(kind, invoice.status, to);
+
+  const move = async (to: string) => {
+    dialog.current?.close();
+    setBusy(to);
+    setProblem(undefined);
+    setDone(undefined);
+    try {
+      const trimmed = note.trim();
+      await client.PUT('/api/invoices/{uid}', {
+        params: { path: { uid: invoice.uid }, query },
+        body: { status: to, ...(trimmed ? { status_note: trimmed } : {}) },
+      });
+      setNote('');
+      setDone(`Status changed to ${labelOf(to)}.`);
+      onMoved();
+    } catch (error) {
+      setProblem(problemOf(error));
+    } finally {
+      setBusy(undefined);
+    }
+  };
+  const ask = (to: string, button: HTMLButtonElement) => {
+    asker.current = button;
+    setAsking(to);
+    dialog.current?.showModal();
+  };
+
+  const allowed = history.status === 'ready' ? history.data.allowed_next_statuses : [];
+  // One primary button: approval where it is offered, else the lifecycle's first move.
+  const forward = allowed.includes('approved') ? 'approved' : allowed.find((to) => !isDestructive(to));
+  return (
+    <section className="panel status-panel" aria-labelledby="status-heading">
+      <h2 id="status-heading">Status</h2>
+      <p className="status-now">
+        Now <span className={`status-pill status-${invoice.status}`}>{labelOf(invoice.status)}</span>
+      </p>
+      {history.status === 'loading' && <Loading label="Loading the status history…" />}
+      {history.status === 'error' && (
+        <Problem
+          title="The status history could not be loaded"
+          message={history.message}
+          onRetry={() => setAttempt((n) => n + 1)}
+        />
+      )}
+      {history.status === 'ready' && allowed.length === 0 && (
+        <p className="muted">No further status change is possible: {labelOf(invoice.status)} is final.</p>
+      )}
+      {history.status === 'ready' && allowed.length > 0 && (
+        <div className="status-move">
+          <div className="field">
+            <label htmlFor="status-note">Note (optional)</label>
+            <textarea
+              id="status-note"
+              rows={2}
+              value={note}
+              maxLength={2000}
+              onChange={(event) => setNote(event.target.value)}
+              aria-describedby="status-note-hint"
+            />
+            <p className="field-hint" id="status-note-hint">
+              Kept in the status history with the change.
+            </p>
+          </div>
+          <div className="action-row" role="group" aria-label="Change the status">
+            {allowed.map((to) => (
+              <button
+                key={to}
+                type="button"
+                className={`button${isDestructive(to) ? ' button-danger' : to === forward ? ' button-primary' : ''}`}
+                disabled={busy !== undefined}
+                onClick={(event) => (isDestructive(to) ? ask(to, event.currentTarget) : void move(to))}
+              >
+                {busy === to ? `${label(to)}…` : label(to)}
+              </button>
+            ))}
+          </div>
+        </div>
+      )}
+      <div aria-live="polite">
+        {done && !problem && (
+          <p className="form-notice" role="status">
+            {done}
+          </p>
+        )}
+      </div>
+      {problem && (
+        <div className="form-problem status-problem" role="alert">
+          <strong>The status was not changed.</strong> {problem}
+        </div>
+      )}
+      {history.status === 'ready' && history.data.items.length > 0 && (
+        <>
+          <h3 id="status-history-heading">History</h3>
+          <ol className="timeline status-history" aria-labelledby="status-history-heading">
+            {history.data.items.map((change) => (
+              <li key={change.uid}>
+                <strong>{change.actor.name ?? (change.actor.type === 'system' ? 'Remit' : 'Someone')}</strong>{' '}
+                <time
+                  className="muted"
+                  dateTime={change.changed_at}
+                  title={formatDateTime(change.changed_at)}
+                >
+                  {formatDateTime(change.changed_at)}
+                </time>
+                <p className="comment-text">
+                  {change.from_status ? `${labelOf(change.from_status)} → ` : ''}
+                  {labelOf(change.to_status)}
+                  <span className="muted"> · {reasonLabel(change.reason)}</span>
+                </p>
+                {change.note && <p className="comment-text status-note">“{change.note}”</p>}
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+      <dialog
+        ref={dialog}
+        className="confirm-dialog"
+        aria-labelledby="status-confirm-title"
+        aria-describedby="status-confirm-text"
+        onClose={() => {
+          setAsking(undefined);
+          asker.current?.focus();
+        }}
+      >
+        <h2 id="status-confirm-title">
+          {asking === 'rejected' ? 'Reject this invoice?' : 'Void this invoice?'}
+        </h2>
+        <p id="status-confirm-text">
+          {asking === 'rejected'
+            ? 'It will not be paid unless someone takes it back into review.'
+            : 'A void invoice is final: it cannot be paid or changed to another status.'}
+        </p>
+        <div className="action-row">
+          {/* The safe choice first, so it has the focus when the dialog opens. */}
+          <button type="button" className="button" onClick={() => dialog.current?.close()}>
+            Keep it {labelOf(invoice.status).toLowerCase()}
+          </button>
+          <button type="button" className="button button-danger" onClick={() => asking && void move(asking)}>
+            {asking === 'rejected' ? 'Yes, reject it' : 'Yes, void it'}
+          </button>
+        </div>
+      </dialog>
+    </section>
   );
 }
 
