@@ -4701,6 +4701,30 @@ export interface components {
          *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
          *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
          */
+        NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
         NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -7392,7 +7416,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
@@ -7448,7 +7472,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnIdempotentPost"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
             404: components["responses"]["NotFoundOnIdempotentPost"];
             409: components["responses"]["IdempotencyKeyInUseOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
