@@ -9,6 +9,7 @@ import {
   MAX_EXTRACTED_CHARS,
   MAX_KNOWLEDGE_BYTES,
 } from '../knowledge/text-extraction.ts';
+import { readAll, TooLarge } from '../knowledge/knowledge-processing.ts';
 import * as repo from './documents.repository.ts';
 
 /**
@@ -36,24 +37,6 @@ function plainText(bytes: Buffer): string {
   return text.length > MAX_EXTRACTED_CHARS ? text.slice(0, MAX_EXTRACTED_CHARS) : text;
 }
 
-async function readObject(storage: ObjectStorage, key: string): Promise<Buffer | null> {
-  const object = await storage.getObject(key);
-  if (!object) return null;
-  const chunks: Buffer[] = [];
-  let length = 0;
-  try {
-    for await (const chunk of object.body as AsyncIterable<Buffer>) {
-      length += chunk.length;
-      // Uploads are limited to 25 MB; a larger object is not read for text.
-      if (length > MAX_KNOWLEDGE_BYTES) return Buffer.alloc(0);
-      chunks.push(chunk);
-    }
-  } finally {
-    object.body.destroy();
-  }
-  return Buffer.concat(chunks);
-}
-
 export type DocumentTextOutcome = 'ready' | 'none' | 'failed' | 'skipped';
 
 /**
@@ -72,8 +55,17 @@ export async function extractDocumentText(
   const type = normalizeContentType(row.contentType).split(';')[0]!.trim().toLowerCase();
   const readable = isKnowledgeContentType(type) || PLAIN_TEXT_TYPES.has(type);
   if (!readable) return settle('none', null);
-  const bytes = await readObject(deps.storage, row.storageKey);
-  if (!bytes || bytes.length === 0) return settle('none', null);
+  const object = await deps.storage.getObject(row.storageKey);
+  if (!object) return settle('none', null);
+  let bytes: Buffer;
+  try {
+    ({ bytes } = await readAll(object.body, MAX_KNOWLEDGE_BYTES));
+  } catch (error) {
+    // Uploads are limited to 25 MB; a larger object is not read for text.
+    if (error instanceof TooLarge) return settle('none', null);
+    throw error;
+  }
+  if (bytes.length === 0) return settle('none', null);
   let text: string | null;
   if (isKnowledgeContentType(type)) {
     if (!looksLike(type, bytes)) return settle('failed', null);

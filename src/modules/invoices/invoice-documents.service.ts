@@ -231,18 +231,14 @@ export async function issueHostedLink(
   const org = row.organizationUid;
   return deps.db.transaction(async (tx) => {
     if (options.rotate) {
-      const revoked = await docs.revokeLiveLink(tx, org, row.uid, ctx.principal.user.uid);
-      if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
+      await revokeLive(tx, ctx, org, row.uid);
     } else {
       const live = await docs.findLiveLink(tx, org, row.uid);
       const shown = live && shownAgain(deps, live);
       if (shown) return { link: shown, created: false };
       // A live link whose seal no configured key opens (its key was dropped after a rotation) cannot
       // be shown again: it is revoked and replaced, and its address stops working.
-      if (live) {
-        const revoked = await docs.revokeLiveLink(tx, org, row.uid, ctx.principal.user.uid);
-        if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
-      }
+      if (live) await revokeLive(tx, ctx, org, row.uid);
     }
     const { token, tokenHash } = newSecretToken();
     const inserted = await docs.insertLink(tx, {
@@ -270,11 +266,16 @@ export async function revokeHostedLink(
   uid: string,
 ): Promise<{ revoked: boolean }> {
   const row = await readableReceivable(deps.db, ctx, uid);
-  return deps.db.transaction(async (tx) => {
-    const revoked = await docs.revokeLiveLink(tx, row.organizationUid, row.uid, ctx.principal.user.uid);
-    if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
-    return { revoked: !!revoked };
-  });
+  return deps.db.transaction(async (tx) => ({
+    revoked: !!(await revokeLive(tx, ctx, row.organizationUid, row.uid)),
+  }));
+}
+
+/** Revokes the invoice's live link, if any, with its audit event; the revoked link, or undefined. */
+async function revokeLive(tx: DbOrTx, ctx: RequestContext, organizationUid: string, invoiceUid: string) {
+  const revoked = await docs.revokeLiveLink(tx, organizationUid, invoiceUid, ctx.principal.user.uid);
+  if (revoked) await auditLink(tx, ctx, 'hosted_invoice_link.revoked', revoked);
+  return revoked;
 }
 
 async function auditLink(

@@ -133,7 +133,7 @@ async function noteReceivablesChange(tx: DbOrTx, jobs: Jobs, invoice: InvoiceVie
   }
 }
 
-export function toPaymentView(row: repo.PaymentRow) {
+function toPaymentView(row: repo.PaymentRow) {
   return {
     uid: row.uid,
     invoice_uid: row.invoiceUid,

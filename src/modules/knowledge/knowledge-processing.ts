@@ -85,10 +85,11 @@ export async function readHead(storage: ObjectStorage, key: string, bytes: numbe
   return Buffer.concat(chunks).subarray(0, bytes);
 }
 
-class TooLarge extends Error {}
+/** An object past the limit `readAll` was given. */
+export class TooLarge extends Error {}
 
 /** The whole object (it is at most 25 MB) with its SHA-256; stops reading past the limit. */
-async function readAll(body: Readable, limit: number): Promise<{ bytes: Buffer; sha256: string }> {
+export async function readAll(body: Readable, limit: number): Promise<{ bytes: Buffer; sha256: string }> {
   const hash = crypto.createHash('sha256');
   const chunks: Buffer[] = [];
   let length = 0;
