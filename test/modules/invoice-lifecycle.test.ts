@@ -1,8 +1,5 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { changeStatus } from '../../src/modules/invoices/invoices.service.ts';
-import { systemContext } from '../../src/modules/tenancy/system-context.ts';
-import { SYSTEM_ACTOR } from '../../src/platform/http/context.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -10,7 +7,7 @@ import { commonRouteChecks } from '../helpers/route-checks.ts';
 
 /**
  * The invoice lifecycles (issue 22 point 1; docs/invoices.md#lifecycle): the transition tables enforced
- * on every path that changes a status (PUT, create, a settling payment, the internal changeStatus), the
+ * on every path that changes a status (PUT, create, a settling payment, a refund), the
  * status history and its route, and approval amount limits per role and user.
  */
 
@@ -327,40 +324,31 @@ describe('the status history', () => {
     expect(await moves(inv.uid)).toEqual(['∅→draft']);
   });
 
-  it('the internal changeStatus: a refund reopens a paid invoice, recorded with its reason', async () => {
+  it('a refund reopens a paid invoice (a reversal PUT may not make), recorded with its reason', async () => {
     const inv = await receivable({ status: 'open' });
     await pay(inv.uid, 10_000);
-    const ctx = await systemContext(
-      t.db,
-      p.orgA.uid,
-      { uid: admin.uid, name: 'refunds', auditActor: SYSTEM_ACTOR },
-      'test-refund',
-    );
-    const refuse = t.db.transaction((tx) =>
-      changeStatus(tx, t.deps.jobs, ctx, inv.uid, 'open', { reason: 'refund' }),
-    );
-    await expect(refuse).rejects.toMatchObject({ code: 'invalid_transition' });
-    const after = await t.db.transaction((tx) =>
-      changeStatus(tx, t.deps.jobs, ctx, inv.uid, 'open', {
-        reason: 'refund',
-        note: 'refund R-1',
-        reversal: true,
-      }),
-    );
-    expect(after).toMatchObject({ status: 'open', paid_date: null });
+    // Settled by its payments: no way back out of paid through PUT.
+    expectErrorBody(await put(inv.uid, { status: 'open' }), 409, 'invalid_transition');
+    const payments = await call(t.app, 'GET', `/api/invoices/${inv.uid}/payments`, { key: p.orgA.admin.key });
+    const paymentUid = payments.body.data.items[0].uid as string;
+    const refund = (amount_cents: number) =>
+      call(t.app, 'POST', `/api/invoices/${inv.uid}/payments/${paymentUid}/refund`, {
+        key: p.orgA.admin.key,
+        body: { amount_cents, reason: 'refund R-1' },
+      });
+    const first = await refund(1_000);
+    expect(first.status, first.raw).toBe(201);
+    expect(first.body.data.invoice).toMatchObject({ status: 'open', paid_date: null });
     const items = (await historyOf(inv.uid)).body.data.items;
     expect(items.at(-1)).toMatchObject({
       from_status: 'paid',
       to_status: 'open',
-      reason: 'refund',
-      note: 'refund R-1',
-      actor: { type: 'system', uid: null, user_uid: null, name: null },
+      reason: 'payment_refunded',
+      note: null,
+      actor: { type: 'api_key', user_uid: admin.uid },
     });
-    // The same status again changes nothing.
-    const again = await t.db.transaction((tx) =>
-      changeStatus(tx, t.deps.jobs, ctx, inv.uid, 'open', { reason: 'refund', reversal: true }),
-    );
-    expect(again.revision).toBe(after.revision);
+    // Open already: a second refund moves nothing and adds no history row.
+    expect((await refund(1_000)).body.data.invoice.status).toBe('open');
     expect((await historyOf(inv.uid)).body.data._meta.total_items).toBe(items.length);
   });
 

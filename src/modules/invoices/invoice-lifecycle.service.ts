@@ -18,8 +18,8 @@ import * as repo from './invoices.repository.ts';
 
 /**
  * Every status change of an invoice goes through here (docs/invoices.md#lifecycle): `PUT`, creation,
- * the payment that settles an invoice, and any internal caller (refunds, credit notes) through
- * `changeStatus` in invoices.service.ts. Three steps around the write of the invoice row:
+ * and the moves money makes (payments, refunds, voids, credit notes) through `settle()` in
+ * invoice-settlement.ts. Three steps around the write of the invoice row:
  * `checkStatusMove` (the lifecycle: 409), `statusMoveValues` (what the move sets besides the status),
  * then, on the written row, `recordStatusMove` (approval rights and limits: 403; the history row).
  */

@@ -33,8 +33,9 @@ export const PAYABLE_TRANSITIONS: Readonly<Record<PayableStatus, readonly Payabl
 
 /**
  * Moves out of `paid` (a reversal): open again for a receivable; back to approved, registered or
- * scheduled for a payable. Only a refund or a payment reversal makes them (the internal `changeStatus`
- * with `reversal`), or the API for an invoice marked paid by hand, whose payments do not cover it.
+ * scheduled for a payable. Only money makes them (a refund, a voided payment or credit note:
+ * `settle()` in invoice-settlement.ts, with `reversal`), or the API for an invoice marked paid by hand,
+ * whose payments do not cover it.
  */
 export const REVERSALS: Readonly<Record<InvoiceType, readonly string[]>> = {
   ACCOUNTS_RECEIVABLE: ['open'],

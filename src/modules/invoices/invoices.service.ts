@@ -8,7 +8,6 @@ import {
   checkStatusMove,
   recordStatusMove,
   statusMoveValues,
-  type StatusMoveOptions,
 } from './invoice-lifecycle.service.ts';
 import { statusesTakingPayments, takesPayments } from './invoice-lifecycle.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
@@ -984,35 +983,4 @@ export async function addPayment(
     await emitInvoiceChange(tx, jobs, before, after);
     return after;
   });
-}
-
-/**
- * The internal door for a status change (docs/invoices.md#lifecycle): refunds, credit notes and other
- * automatic moves call it inside their own transaction. The invoice is locked and must be visible to
- * `ctx` (404); the move is checked against the lifecycle (409 `invalid_transition`; `reversal`
- * allows the moves out of paid), approving checks rights and limits (403), and the change is recorded
- * like a PUT's: history row (with `reason` and `note`), audit event, webhook events. The same status
- * changes nothing. No billing sync, as for payments.
- */
-export async function changeStatus(
-  tx: DbOrTx,
-  jobs: Jobs,
-  ctx: RequestContext,
-  invoiceUid: string,
-  to: string,
-  options: StatusMoveOptions & { paidDate?: Date },
-): Promise<InvoiceView> {
-  const row = await getInvoiceRow(tx, ctx, invoiceUid, true);
-  checkStatus(row.invoiceType, to);
-  if (!checkStatusMove(row, to, options)) return viewOf(tx, row);
-  const before = await viewOf(tx, row);
-  const updated = await repo.updateInvoice(tx, row.organizationUid, row.uid, {
-    ...statusMoveValues(ctx, row, to, options.paidDate),
-    revision: row.revision + 1,
-  });
-  await recordStatusMove(tx, ctx, row.status, updated, options);
-  await recordInvoiceUpdate(tx, ctx, row, updated, undefined);
-  const after = await viewOf(tx, updated);
-  await emitInvoiceChange(tx, jobs, before, after);
-  return after;
 }
