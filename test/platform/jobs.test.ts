@@ -130,6 +130,64 @@ describe('jobs', () => {
     }
   });
 
+  it('a backlog drains at once: a worker that found a job looks again without waiting its interval', async () => {
+    // A minute's interval: one job per interval would take 4 minutes for these five.
+    const slow = await Jobs.start(t.database, { supervise: false, pollIntervalSeconds: 60 });
+    const done: number[] = [];
+    try {
+      await slow.define<{ n: number }>('test.backlog', async (data) => {
+        done.push(data.n);
+      });
+      await t.db.transaction(async (tx) => {
+        for (let n = 0; n < 5; n++) await slow.enqueue(tx, 'test.backlog', { n });
+      });
+      await slow.startWorkers();
+      await until(async () => done.length === 5, 'five jobs worked in one interval');
+      expect([...done].sort()).toEqual([0, 1, 2, 3, 4]);
+    } finally {
+      await slow.stop();
+    }
+  });
+
+  it('a handler that outlives the stop finishes without touching the database the stop handed back', async () => {
+    const lingering = await Jobs.start(t.database, { supervise: false, pollIntervalSeconds: 0.5 });
+    let started = false;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let finished!: () => void;
+    const ended = new Promise<void>((resolve) => (finished = resolve));
+    await lingering.define('test.lingering', async () => {
+      started = true;
+      await held;
+      finished();
+    });
+    const id = await t.db.transaction((tx) => lingering.enqueue(tx, 'test.lingering', {}));
+    await lingering.startWorkers();
+    await until(async () => started, 'the handler to start');
+    // The grace ends with the handler still running: the stop fails the job for a retry.
+    await lingering.stop(1);
+    const [failed] = await rawQuery<{ state: string }>(t.db, `select state from pgboss.job where id = $1`, [
+      id,
+    ]);
+    expect(failed!.state).toBe('retry');
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => rejections.push(reason);
+    process.on('unhandledRejection', onRejection);
+    try {
+      release();
+      await ended;
+      await new Promise((resolve) => setImmediate(resolve));
+      // Its late completion is not written (the job stays failed, to be retried), and throws nothing.
+      const [after] = await rawQuery<{ state: string }>(t.db, `select state from pgboss.job where id = $1`, [
+        id,
+      ]);
+      expect(after!.state).toBe('retry');
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onRejection);
+    }
+  });
+
   it('refuses a queue that was never defined', async () => {
     await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
       /never defined/,

@@ -40,7 +40,19 @@ export const PGBOSS_SCHEMA = 'pgboss';
  * sharing the handle keeps PGlite's single-writer rule. Multi-statement SQL without parameters (pg-boss
  * installing its schema) goes through `exec`, whose last result is what pg-boss reads.
  */
-function executorFor(database: Database, gate?: () => Promise<void>): SqlExecutor {
+function executorFor(database: Database, stopped: { yes: boolean }, gate?: () => Promise<void>): SqlExecutor {
+  const inner = engineExecutor(database, gate);
+  return {
+    // pg-boss completes or fails a job without awaiting it. A handler that outlives the stop's grace
+    // was already failed by the stop (and will be retried): its late completion must not reach a
+    // database that closes next — there it was an unhandled rejection. The job ends as it would had the
+    // process exited. (No result: pg-boss counts a completion without one as none done.)
+    executeSql: (text, values) =>
+      stopped.yes ? Promise.resolve(null as unknown as { rows: unknown[] }) : inner.executeSql(text, values),
+  };
+}
+
+function engineExecutor(database: Database, gate?: () => Promise<void>): SqlExecutor {
   const lite = database.pglite;
   if (lite) {
     return {
@@ -81,6 +93,7 @@ export class Jobs {
   private constructor(
     private readonly boss: PgBoss,
     private readonly metrics: Metrics,
+    private readonly stopped: { yes: boolean },
   ) {}
 
   static async start(
@@ -95,8 +108,9 @@ export class Jobs {
       metrics?: Metrics | undefined;
     } = {},
   ): Promise<Jobs> {
+    const stopped = { yes: false };
     const boss = new PgBoss({
-      db: executorFor(database, options.writeGate),
+      db: executorFor(database, stopped, options.writeGate),
       schema: PGBOSS_SCHEMA,
       supervise: options.supervise ?? true,
       schedule: options.supervise ?? true,
@@ -104,7 +118,7 @@ export class Jobs {
     });
     boss.on('error', (error) => options.onError?.(error));
     await boss.start();
-    const jobs = new Jobs(boss, options.metrics ?? NO_METRICS);
+    const jobs = new Jobs(boss, options.metrics ?? NO_METRICS, stopped);
     // What earlier starts declared, read once: a start that finds everything as it should be writes
     // nothing (each declaration was a statement or two, one after another, under the schema lock).
     for (const queue of (await boss.getQueues()) as { name: string; expireInSeconds: number | null }[]) {
@@ -150,11 +164,16 @@ export class Jobs {
 
   private async workQueue(name: string): Promise<void> {
     const handler = this.handlers.get(name)!;
-    await this.boss.work<object>(
+    let workerId: string | undefined;
+    workerId = await this.boss.work<object>(
       name,
       { pollingIntervalSeconds: this.pollIntervalSeconds },
       async (batch) => {
         for (const job of batch) await this.run(handler as JobHandler<object>, job);
+        // pg-boss waits out the polling interval after every job it found: a queue with a backlog
+        // drained one job per interval (webhook deliveries at two a second in production). Found one,
+        // look again at once; an empty fetch waits the interval as before.
+        if (workerId) this.boss.notifyWorker(workerId);
       },
     );
   }
@@ -241,5 +260,6 @@ export class Jobs {
    */
   async stop(graceMs = 10_000): Promise<void> {
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
+    this.stopped.yes = true;
   }
 }
