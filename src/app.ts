@@ -33,6 +33,7 @@ import type { App, AppDeps, AppModule, JobDeps } from './platform/http/types.ts'
 import { registerIdempotencyJobs } from './platform/http/idempotency.ts';
 import { authenticate, MembershipCache } from './modules/api-keys/api-keys.service.ts';
 import { startKeyAuthCache, type KeyAuthCache } from './modules/api-keys/key-auth-cache.ts';
+import { startInvoiceViewCache, type InvoiceViewCache } from './modules/invoices/invoice-view-cache.ts';
 import { LastUsedRecorder } from './modules/api-keys/last-used-recorder.ts';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.ts';
 import { meRoutes } from './modules/me/me.routes.ts';
@@ -364,6 +365,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const principals = startKeyAuthCache(deps.database.notifications, deps.config.authCacheTtlS);
   if (principals) app.addHook('onClose', async () => principals.stop());
   app.decorate('keyAuthCache', principals?.cache ?? null);
+  const invoiceViews = startInvoiceViewCache(deps.database.notifications, deps.config.invoiceCacheTtlS);
+  if (invoiceViews) app.addHook('onClose', async () => invoiceViews.stop());
+  app.decorate('invoiceViewCache', invoiceViews?.cache ?? null);
   await app.register(authPlugin, {
     authenticate: (key) =>
       authenticate(deps.database, deps.config.apiKeyPepper, key, membershipCache, principals?.cache),
@@ -420,6 +424,8 @@ declare module 'fastify' {
     lastUsed: LastUsedRecorder;
     /** API keys' principals held after authentication; null when AUTH_CACHE_TTL_S is 0. */
     keyAuthCache: KeyAuthCache | null;
+    /** Invoices' views held after `GET /api/invoices/{uid}`; null when INVOICE_CACHE_TTL_S is 0. */
+    invoiceViewCache: InvoiceViewCache | null;
     /** Requests held by `GET /api/work-tasks/{uid}?wait=N` until the approval is decided. */
     taskWaiters: TaskStatusWaiters;
     diskSpace: DiskSpaceGuard;

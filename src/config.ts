@@ -27,6 +27,11 @@ export interface Config {
    */
   authCacheTtlS: number;
   /**
+   * Seconds a server keeps an invoice's view after `GET /api/invoices/{uid}` read it (0: never). Any
+   * change to what the view reads forgets the organization's views (docs/performance.md#invoice-view-cache).
+   */
+  invoiceCacheTtlS: number;
+  /**
    * How often a request waiting for a decision (`GET /api/work-tasks/{uid}?wait=N`) reads the task again
    * even without a notification: a safety net; a decision is normally heard at once (LISTEN/NOTIFY).
    */
@@ -432,6 +437,7 @@ export function loadConfig(env: Env = process.env): Config {
     redisUrl: optional(env, 'REDIS_URL'),
     apiKeyPepper: optional(env, 'API_KEY_PEPPER'),
     authCacheTtlS: integer(env, 'AUTH_CACHE_TTL_S', 10, 0, 300),
+    invoiceCacheTtlS: integer(env, 'INVOICE_CACHE_TTL_S', 10, 0, 300),
     taskWaitRecheckS: integer(env, 'TASK_WAIT_RECHECK_S', 10, 1, 60),
     approvalLinkTtlH: integer(env, 'APPROVAL_LINK_TTL_H', 72, 1, 720),
     secretKey: optional(env, 'SECRET_KEY'),

@@ -572,6 +572,8 @@ describe('GET /api/invoices/{uid} (one prepared statement)', () => {
 
   it('sends one statement about invoices, named on PostgreSQL, under the caller’s tenant role', async () => {
     await get(); // the connection's first use prepares it; measure the steady state
+    // The view that read is held now (invoice-view-cache.ts): forget it, so this read reads.
+    t.app.invoiceViewCache!.notify('*');
     const { result, statements } = await recordStatements(() => get());
     expect(result.status).toBe(200);
     const invoiceStatements = statements.filter((s) => /invoice/i.test(s.text));
@@ -585,6 +587,13 @@ describe('GET /api/invoices/{uid} (one prepared statement)', () => {
     const organizations = role.kind === 'tenant' ? role.organizationUids : [];
     expect(organizations).toContain(p.orgA.uid);
     expect(organizations).not.toContain(p.orgB.uid);
+  });
+
+  it('a read of a view held since the last one sends no statement, and answers the same bytes', async () => {
+    const first = await get();
+    const { result, statements } = await recordStatements(() => get());
+    expect(statements.filter((s) => /invoice/i.test(s.text))).toEqual([]);
+    expect(result.raw).toBe(first.raw);
   });
 
   it('404 for a member it is not assigned to, for another organization, for an unknown uid', async () => {

@@ -1,3 +1,4 @@
+import { deepFreeze } from '../../platform/deep-freeze.ts';
 import type { Principal } from '../../platform/http/context.ts';
 import type { ChannelListener, Notifications } from '../../platform/db/notifications.ts';
 
@@ -75,14 +76,6 @@ export class KeyAuthCache implements ChannelListener {
   get isLive(): boolean {
     return this.listening;
   }
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const inner of Object.values(value)) deepFreeze(inner);
-  }
-  return value;
 }
 
 /**

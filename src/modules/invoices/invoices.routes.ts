@@ -78,7 +78,10 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       config: { ...read, errors: ['not_found'] },
     },
     async (request) =>
-      envelope(await service.readInvoice(deps.database, request.tenant(), request.params.uid), 'Invoice'),
+      envelope(
+        await service.readInvoice(deps.database, request.tenant(), request.params.uid, app.invoiceViewCache),
+        'Invoice',
+      ),
   );
 
   app.put(

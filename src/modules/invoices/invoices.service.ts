@@ -1,5 +1,6 @@
 import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { readInvoiceView } from './invoice-read.repository.ts';
+import type { InvoiceViewCache } from './invoice-view-cache.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
 import { invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
@@ -516,18 +517,35 @@ export async function getInvoice(db: Db, ctx: RequestContext, uid: string): Prom
   return viewOf(db, await getInvoiceRow(db, ctx, uid));
 }
 
-/** GET /api/invoices/{uid}: the same view as getInvoice, read in one prepared statement. */
+/**
+ * GET /api/invoices/{uid}: the same view as getInvoice, read in one prepared statement, or held from
+ * this server's last read of it while nothing it reads has changed (invoice-view-cache.ts).
+ */
 export async function readInvoice(
   database: Database,
   ctx: RequestContext,
   uid: string,
+  cache?: InvoiceViewCache | null,
 ): Promise<InvoiceView> {
-  const found = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
-  // The same rule as every other path, checked on the row the one statement read (with its assignees).
-  if (!found || !mayRead(invoiceReader(ctx.principal), found.row, found.assigneeUids)) {
+  let held = cache?.get(uid);
+  if (!held) {
+    const readAt = cache?.mark();
+    const found = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
+    if (found) {
+      held = {
+        view: found.view,
+        organizationUid: found.row.organizationUid,
+        responsible: found.row.responsible,
+        assigneeUids: found.assigneeUids,
+      };
+      if (readAt) cache!.set(uid, readAt, held);
+    }
+  }
+  // The same rule as every other path, checked on the row read (with its assignees), held or not.
+  if (!held || !mayRead(invoiceReader(ctx.principal), held, held.assigneeUids)) {
     throw notFound('Invoice');
   }
-  return found.view;
+  return held.view;
 }
 
 /**

@@ -164,8 +164,9 @@ export class Jobs {
 
   private async workQueue(name: string): Promise<void> {
     const handler = this.handlers.get(name)!;
-    let workerId: string | undefined;
-    workerId = await this.boss.work<object>(
+    // Filled in once work() returns; the first batch may come before (it then waits the interval).
+    const worker: { id?: string } = {};
+    worker.id = await this.boss.work<object>(
       name,
       { pollingIntervalSeconds: this.pollIntervalSeconds },
       async (batch) => {
@@ -173,7 +174,7 @@ export class Jobs {
         // pg-boss waits out the polling interval after every job it found: a queue with a backlog
         // drained one job per interval (webhook deliveries at two a second in production). Found one,
         // look again at once; an empty fetch waits the interval as before.
-        if (workerId) this.boss.notifyWorker(workerId);
+        if (worker.id) this.boss.notifyWorker(worker.id);
       },
     );
   }
