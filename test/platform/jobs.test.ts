@@ -149,6 +149,30 @@ describe('jobs', () => {
     }
   });
 
+  it("a job enqueued beside a working process is worked once committed, not at that worker's next poll", async () => {
+    const slow = await Jobs.start(t.database, { supervise: false, pollIntervalSeconds: 60 });
+    const done: string[] = [];
+    try {
+      await slow.define<{ n: number }>('test.wake', async (data) => {
+        done.push(`job ${data.n}`);
+      });
+      await slow.startWorkers();
+      await t.db.transaction((tx) => slow.enqueue(tx, 'test.wake', { n: 0 }));
+      await until(async () => done.length === 1, 'the first job');
+      // After a job the worker looks once more, finds nothing, and would next look a minute later. This
+      // pause only lets that empty look happen first; it cannot make the test fail.
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await t.db.transaction((tx) => slow.enqueue(tx, 'test.wake', { n: 1 }));
+      await until(async () => done.length === 2, 'the job, well within the minute');
+      // A job for later is not looked for now.
+      const later = new Date(Date.now() + 3_600_000);
+      await t.db.transaction((tx) => slow.enqueue(tx, 'test.wake', { n: 2 }, { startAfter: later }));
+      expect(done).toEqual(['job 0', 'job 1']);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it('a handler that outlives the stop finishes without touching the database the stop handed back', async () => {
     const lingering = await Jobs.start(t.database, { supervise: false, pollIntervalSeconds: 0.5 });
     let started = false;

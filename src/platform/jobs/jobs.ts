@@ -3,7 +3,7 @@ import PgBoss from 'pg-boss';
 import { runWithDbContext } from '../db/async-context.ts';
 import type { Database, DbOrTx } from '../db/client.ts';
 import { rawClientOf } from '../db/client.ts';
-import { afterCommit } from '../db/request-scope.ts';
+import { afterCommit, inRequestTransaction } from '../db/request-scope.ts';
 import { asService } from '../db/session-role.ts';
 import { NO_METRICS, type JobOutcome, type Metrics } from '../observability/metrics.ts';
 import { inSpan } from '../observability/tracing.ts';
@@ -34,6 +34,9 @@ interface SqlExecutor {
 }
 
 export const PGBOSS_SCHEMA = 'pgboss';
+
+/** How long after an enqueue outside a request's unit of work this process's worker looks for it. */
+const WAKE_DELAY_MS = 20;
 
 /**
  * pg-boss talks to whichever engine we run on through our own connection: PGlite has no socket, and
@@ -89,6 +92,9 @@ export class Jobs {
   private readonly declaredSchedules = new Map<string, string>();
   private readonly handlers = new Map<string, JobHandler<never>>();
   private working = false;
+  /** This process's worker of each queue it works (its pg-boss id once work() returned). */
+  private readonly workers = new Map<string, { id?: string }>();
+  private readonly wakeTimers = new Map<string, NodeJS.Timeout>();
 
   private constructor(
     private readonly boss: PgBoss,
@@ -166,6 +172,7 @@ export class Jobs {
     const handler = this.handlers.get(name)!;
     // Filled in once work() returns; the first batch may come before (it then waits the interval).
     const worker: { id?: string } = {};
+    this.workers.set(name, worker);
     worker.id = await this.boss.work<object>(
       name,
       { pollingIntervalSeconds: this.pollIntervalSeconds },
@@ -237,7 +244,33 @@ export class Jobs {
       db: transactionExecutor(tx),
     } as PgBoss.SendOptions);
     if (!id) throw new Error(`Job for ${name} was not created (singleton already queued?)`);
+    if (!options.startAfter || options.startAfter.getTime() <= Date.now()) await this.wakeAfterCommit(name);
     return id;
+  }
+
+  /**
+   * This process's worker of the queue looks for the new job once its transaction has committed,
+   * instead of at its next poll (up to the polling interval later; other processes still find it at
+   * theirs). A request's unit of work says when it commits; any other transaction is given a moment
+   * (WAKE_DELAY_MS) — a look before the commit finds nothing and costs one empty fetch.
+   */
+  private async wakeAfterCommit(name: string): Promise<void> {
+    const worker = this.workers.get(name);
+    if (!worker) return;
+    const wake = () => {
+      if (worker.id && !this.stopped.yes) this.boss.notifyWorker(worker.id);
+    };
+    if (inRequestTransaction()) {
+      await afterCommit(wake);
+      return;
+    }
+    if (this.wakeTimers.has(name)) return;
+    const timer = setTimeout(() => {
+      this.wakeTimers.delete(name);
+      wake();
+    }, WAKE_DELAY_MS);
+    timer.unref();
+    this.wakeTimers.set(name, timer);
   }
 
   async schedule(name: string, cron: string, data: object = {}): Promise<void> {
@@ -260,6 +293,8 @@ export class Jobs {
    * may take 120 s: cutting it off would deliver a message whose sending is then recorded as failed).
    */
   async stop(graceMs = 10_000): Promise<void> {
+    for (const timer of this.wakeTimers.values()) clearTimeout(timer);
+    this.wakeTimers.clear();
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
     this.stopped.yes = true;
   }
