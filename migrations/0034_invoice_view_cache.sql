@@ -21,89 +21,24 @@ BEGIN
 END
 $$;
 --> statement-breakpoint
-CREATE TRIGGER invoices_view_insert AFTER INSERT ON invoices
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoices_view_update AFTER UPDATE ON invoices
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoices_view_delete AFTER DELETE ON invoices
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoices_view_truncate AFTER TRUNCATE ON invoices
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER invoice_line_items_view_insert AFTER INSERT ON invoice_line_items
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_line_items_view_update AFTER UPDATE ON invoice_line_items
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_line_items_view_delete AFTER DELETE ON invoice_line_items
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_line_items_view_truncate AFTER TRUNCATE ON invoice_line_items
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER invoice_comments_view_insert AFTER INSERT ON invoice_comments
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_comments_view_update AFTER UPDATE ON invoice_comments
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_comments_view_delete AFTER DELETE ON invoice_comments
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_comments_view_truncate AFTER TRUNCATE ON invoice_comments
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER invoice_assignees_view_insert AFTER INSERT ON invoice_assignees
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_assignees_view_update AFTER UPDATE ON invoice_assignees
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_assignees_view_delete AFTER DELETE ON invoice_assignees
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_assignees_view_truncate AFTER TRUNCATE ON invoice_assignees
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER invoice_integrations_view_insert AFTER INSERT ON invoice_integrations
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_integrations_view_update AFTER UPDATE ON invoice_integrations
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_integrations_view_delete AFTER DELETE ON invoice_integrations
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER invoice_integrations_view_truncate AFTER TRUNCATE ON invoice_integrations
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER parties_view_insert AFTER INSERT ON parties
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER parties_view_update AFTER UPDATE ON parties
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER parties_view_delete AFTER DELETE ON parties
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER parties_view_truncate AFTER TRUNCATE ON parties
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
---> statement-breakpoint
-CREATE TRIGGER party_contacts_view_insert AFTER INSERT ON party_contacts
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER party_contacts_view_update AFTER UPDATE ON party_contacts
-  REFERENCING NEW TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER party_contacts_view_delete AFTER DELETE ON party_contacts
-  REFERENCING OLD TABLE AS changed FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change();
---> statement-breakpoint
-CREATE TRIGGER party_contacts_view_truncate AFTER TRUNCATE ON party_contacts
-  FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all();
+-- One set of triggers per table the view reads.
+DO $$
+DECLARE
+  t text;
+BEGIN
+  FOREACH t IN ARRAY ARRAY['invoices', 'invoice_line_items', 'invoice_comments', 'invoice_assignees',
+                           'invoice_integrations', 'parties', 'party_contacts'] LOOP
+    EXECUTE format('CREATE TRIGGER %I AFTER INSERT ON %I REFERENCING NEW TABLE AS changed
+                    FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change()', t || '_view_insert', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER UPDATE ON %I REFERENCING NEW TABLE AS changed
+                    FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change()', t || '_view_update', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER DELETE ON %I REFERENCING OLD TABLE AS changed
+                    FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change()', t || '_view_delete', t);
+    EXECUTE format('CREATE TRIGGER %I AFTER TRUNCATE ON %I
+                    FOR EACH STATEMENT EXECUTE FUNCTION remit_notify_invoice_change_all()', t || '_view_truncate', t);
+  END LOOP;
+END
+$$;
 --> statement-breakpoint
 CREATE TRIGGER users_invoice_view_change
   AFTER UPDATE OF email, full_name, avatar_url OR DELETE OR TRUNCATE
