@@ -42,9 +42,8 @@ interface Entry {
 export class InvoiceViewCache implements ChannelListener {
   private generation = 0;
   private listening = false;
-  private count = 0;
   private readonly byOrganization = new Map<string, Map<string, Entry>>();
-  /** Which organization holds an invoice uid, so a lookup by uid alone finds its entry. */
+  /** Which organization holds an invoice uid, so a lookup by uid alone finds its entry (one per entry). */
   private readonly organizationOf = new Map<string, string>();
 
   constructor(
@@ -73,10 +72,9 @@ export class InvoiceViewCache implements ChannelListener {
   set(uid: string, readAt: { generation: number; day: string }, held: HeldInvoice): void {
     const now = this.now();
     if (!this.listening || readAt.generation !== this.generation || readAt.day !== utcDay(now)) return;
-    if (this.count >= this.maxEntries) this.clear();
+    if (this.organizationOf.size >= this.maxEntries) this.clear();
     let entries = this.byOrganization.get(held.organizationUid);
     if (!entries) this.byOrganization.set(held.organizationUid, (entries = new Map()));
-    if (!entries.has(uid)) this.count += 1;
     // Frozen: every request for the invoice shares it.
     entries.set(uid, { held: deepFreeze(held), day: readAt.day, validUntil: now + this.ttlMs });
     this.organizationOf.set(uid, held.organizationUid);
@@ -91,7 +89,6 @@ export class InvoiceViewCache implements ChannelListener {
     const entries = this.byOrganization.get(payload);
     if (!entries) return;
     for (const uid of entries.keys()) this.organizationOf.delete(uid);
-    this.count -= entries.size;
     this.byOrganization.delete(payload);
   }
 
@@ -101,7 +98,7 @@ export class InvoiceViewCache implements ChannelListener {
   }
 
   get size(): number {
-    return this.count;
+    return this.organizationOf.size;
   }
 
   get isLive(): boolean {
@@ -109,15 +106,13 @@ export class InvoiceViewCache implements ChannelListener {
   }
 
   private drop(organizationUid: string, uid: string): void {
-    const entries = this.byOrganization.get(organizationUid);
-    if (entries?.delete(uid)) this.count -= 1;
+    this.byOrganization.get(organizationUid)?.delete(uid);
     this.organizationOf.delete(uid);
   }
 
   private clear(): void {
     this.byOrganization.clear();
     this.organizationOf.clear();
-    this.count = 0;
   }
 }
 
