@@ -1,6 +1,6 @@
 import { and, eq, exists, inArray, or, sql, type SQL } from 'drizzle-orm';
 import type { DbOrTx } from '../../platform/db/client.ts';
-import type { Principal, RequestContext } from '../../platform/http/context.ts';
+import { roleIn, type Principal, type RequestContext } from '../../platform/http/context.ts';
 import { AppError } from '../../platform/http/errors.ts';
 import { invoiceAssignees, invoices } from './invoices.tables.ts';
 
@@ -101,7 +101,7 @@ export function assertMayApprove(
   invoice: { organizationUid: string; responsible: number | null; createdByUserUid: string },
   segregationOfDuties: boolean,
 ): void {
-  const role = ctx.principal.memberships.find((m) => m.organizationUid === invoice.organizationUid)?.role;
+  const role = roleIn(ctx, invoice.organizationUid);
   const user = ctx.principal.user;
   if (role !== 'admin' && invoice.responsible !== user.id) {
     throw new AppError(

@@ -1,5 +1,5 @@
 import type { DbOrTx } from '../../platform/db/client.ts';
-import type { RequestContext } from '../../platform/http/context.ts';
+import { roleIn, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound } from '../../platform/http/errors.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { approvalLimits, segregationOfDuties } from '../tenancy/organization-settings.service.ts';
@@ -89,12 +89,6 @@ export function statusMoveValues(
   return values;
 }
 
-function roleIn(ctx: RequestContext, organizationUid: string): 'admin' | 'member' {
-  return ctx.principal.memberships.find((m) => m.organizationUid === organizationUid)?.role === 'admin'
-    ? 'admin'
-    : 'member';
-}
-
 /**
  * The approval limit (docs/invoices.md#approval-limits): the caller's own limit, else their role's, in
  * the invoice's organization; an API key acts with its user's. A total over it is 403
@@ -105,7 +99,7 @@ async function assertWithinApprovalLimit(
   ctx: RequestContext,
   invoice: repo.InvoiceRow,
 ): Promise<void> {
-  const role = roleIn(ctx, invoice.organizationUid);
+  const role = roleIn(ctx, invoice.organizationUid) === 'admin' ? 'admin' : 'member';
   const limit = approvalLimitOf(
     await approvalLimits(tx, invoice.organizationUid),
     ctx.principal.user.uid,

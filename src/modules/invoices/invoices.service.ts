@@ -2,7 +2,7 @@ import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
 import { readInvoiceView } from './invoice-read.repository.ts';
 import type { InvoiceViewCache } from './invoice-view-cache.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
-import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { memberOrganizationUids, roleIn, type RequestContext } from '../../platform/http/context.ts';
 import { invoiceReader, mayRead, visibleInvoices } from './invoice-access.ts';
 import {
   assertApprovalCoversTotal,
@@ -554,7 +554,7 @@ export async function readInvoice(
  * amount, is checked with the move itself: invoice-lifecycle.service.ts.)
  */
 function checkPayableControls(ctx: RequestContext, row: repo.InvoiceRow, body: UpdateInvoiceBodyT): void {
-  const role = ctx.principal.memberships.find((m) => m.organizationUid === row.organizationUid)?.role;
+  const role = roleIn(ctx, row.organizationUid);
   if (
     role !== 'admin' &&
     (body.responsible_user_uid !== undefined || body.assignee_user_uids !== undefined)

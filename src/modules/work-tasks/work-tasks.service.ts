@@ -1,6 +1,6 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
-import { memberOrganizationUids, type RequestContext } from '../../platform/http/context.ts';
+import { memberOrganizationUids, roleIn, type RequestContext } from '../../platform/http/context.ts';
 import { AppError, notFound, validationFailed, type FieldError } from '../../platform/http/errors.ts';
 import { offsetOf, parseSort, type PageRequest } from '../../platform/http/pagination.ts';
 import { findAgent, type AgentRow } from '../agents/agents.service.ts';
@@ -28,7 +28,7 @@ import { emitEvent } from '../webhooks/webhooks.service.ts';
 import { queueApprovalEmails } from './approval-emails.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { policyFor, snapshotOf } from './approval-policies.service.ts';
-import { amountOf, refusalOf, toolTypeOf, type ApproverRole, type PolicySnapshot } from './approval-rules.ts';
+import { amountOf, refusalOf, toolTypeOf, type PolicySnapshot } from './approval-rules.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -873,11 +873,6 @@ async function startFollowUp(
     taskUid: task.uid,
     requestedByUid: decision.decided_by.user_uid,
   });
-}
-
-/** The caller's role in the task's organization (which need not be the call's default one). */
-function roleIn(ctx: RequestContext, organizationUid: string): ApproverRole | undefined {
-  return ctx.principal.memberships.find((m) => m.organizationUid === organizationUid)?.role;
 }
 
 /** `only admins`, `only Grace Hopper or admins`: who may decide under the policy, for an error message. */

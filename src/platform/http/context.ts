@@ -144,6 +144,11 @@ export function inOrganization(ctx: RequestContext, organizationUid: string): Re
   return { ...contextFor(ctx.principal, ctx, organizationUid), actor: ctx.actor };
 }
 
+/** The caller's role in an organization (not necessarily the call's), or undefined when not a member. */
+export function roleIn(ctx: RequestContext, organizationUid: string): Role | undefined {
+  return ctx.principal.memberships.find((m) => m.organizationUid === organizationUid)?.role;
+}
+
 /** Organizations the caller may read by uid (a lookup by uid needs no organization parameter). */
 export function memberOrganizationUids(ctx: RequestContext): string[] {
   return ctx.principal.memberships.map((m) => m.organizationUid);
