@@ -3,6 +3,7 @@
 // has no compile cache, and resolving and reading Fastify's, Ajv's and our ≈ 150 files was a third of a
 // start (docs/performance.md#start-and-footprint). Type checking is `npm run typecheck`, not the build.
 import { spawn } from 'node:child_process';
+import crypto from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -42,8 +43,38 @@ export const EXTERNAL = [
   'prom-client',
 ];
 
-/** Bundles into `outdir` (dist/ by default; a test bundles into a folder of its own). */
+/** What a bundle is made from: its sources, the migrations its template holds, and how it is built. */
+const BUILD_INPUTS = [
+  'src',
+  'migrations',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'scripts/build.mjs',
+];
+/** The file in a bundle's folder that holds the fingerprint of the inputs it was made from. */
+export const BUILD_INPUTS_FILE = '.build-inputs';
+
+/**
+ * A hash of every build input's path and bytes: the test run uses dist/ only when dist/ was built from
+ * exactly these (test/helpers/test-bundle.ts), and bundles a folder of its own otherwise.
+ */
+export function buildInputsFingerprint() {
+  const hash = crypto.createHash('sha256');
+  const add = (file) => {
+    const full = path.join(root, file);
+    if (fs.statSync(full).isDirectory()) {
+      for (const name of fs.readdirSync(full).sort()) add(path.join(file, name));
+    } else hash.update(`${file}\0`).update(fs.readFileSync(full)).update('\0');
+  };
+  for (const input of BUILD_INPUTS) add(input);
+  return hash.digest('hex');
+}
+
+/** Bundles into `outdir` (dist/ by default; a test run bundles into a folder of its own). */
 export async function bundle(outdir = path.join(root, 'dist')) {
+  // Taken before the build reads anything: a source edited meanwhile makes this bundle stale.
+  const inputs = buildInputsFingerprint();
   fs.rmSync(outdir, { recursive: true, force: true });
   const result = await build({
     absWorkingDir: root,
@@ -83,6 +114,7 @@ export async function bundle(outdir = path.join(root, 'dist')) {
   });
   await writePgliteTemplate(outdir);
   fs.writeFileSync(path.join(outdir, '.build-stamp'), new Date().toISOString());
+  fs.writeFileSync(path.join(outdir, BUILD_INPUTS_FILE), `${inputs}\n`);
   return result;
 }
 

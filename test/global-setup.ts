@@ -8,6 +8,7 @@ import { migrate } from '../src/platform/db/migrate.ts';
 import { Jobs } from '../src/platform/jobs/jobs.ts';
 import { ROOT } from './helpers/processes.ts';
 import { openRouteRecords } from './helpers/route-records.ts';
+import { prepareTestBundle } from './helpers/test-bundle.ts';
 import {
   adminQuery,
   testDatabaseUrl,
@@ -19,6 +20,8 @@ declare module 'vitest' {
   export interface ProvidedContext {
     pgliteDump: string;
     templateName: string;
+    /** The bundle the run's processes start (test/helpers/test-bundle.ts). */
+    bundleDir: string;
   }
 }
 
@@ -75,6 +78,7 @@ const TEMPLATE_PREFIX = 'remit-test-template-';
 export default async function setup(project: TestProject) {
   // What the apps answer during the run, checked when it ends (test/helpers/route-records.ts).
   const closeRouteRecords = openRouteRecords((dir) => project.provide('routeRecordsDir', dir));
+  project.provide('bundleDir', await prepareTestBundle());
   const teardown = await prepareDatabase(project);
   return async () => {
     try {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 
 /** Given to processes on PostgreSQL as SECRET_KEY (the same value test apps seal with). */
 export const TEST_SECRET_KEY = 'dGVzdC1vbmx5LXNlY3JldC1rZXktMzItYnl0ZXMhISE=';
@@ -30,13 +31,20 @@ function cleanEnv(env: Record<string, string>): NodeJS.ProcessEnv {
 }
 
 /**
- * Runs the real `remit` process (src/cli-main.ts, what bin/remit.js runs compiled) and collects its
- * output: for what only a process shows (its exit, its lock on DATA_DIR against another process).
+ * How Node starts an entry point (`server` or `cli-main`): from the run's bundle, made from the sources
+ * as they are (test/helpers/test-bundle.ts; never a stale dist/), as `npm start` and bin/remit.js run it.
+ */
+export function entryPoint(name: 'server' | 'cli-main'): string[] {
+  return ['--enable-source-maps', path.join(inject('bundleDir'), `${name}.js`)];
+}
+
+/**
+ * Runs the real `remit` process (the CLI, as bin/remit.js runs it) and collects its output: for what
+ * only a process shows (its exit, its lock on DATA_DIR against another process).
  */
 export function runCliProcess(args: string[], env: Record<string, string>): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    // The source through tsx, as the server below: a test must never run a stale dist/ build.
-    const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli-main.ts'), ...args], {
+    const child = spawn(process.execPath, [...entryPoint('cli-main'), ...args], {
       cwd: ROOT,
       env: cleanEnv(env),
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -70,13 +78,10 @@ export interface ServerProcess {
   exited: Promise<number | null>;
 }
 
-/**
- * Starts `npm start`'s entry point (src/server.ts through tsx, or `nodeArgs`, e.g. a bundle) as a real
- * process and waits for /readyz.
- */
+/** Starts `npm start`'s entry point (or `nodeArgs`) as a real process and waits for /readyz. */
 export async function startServer(
   env: Record<string, string>,
-  nodeArgs: string[] = ['--import', 'tsx', path.join(ROOT, 'src/server.ts')],
+  nodeArgs: string[] = entryPoint('server'),
 ): Promise<ServerProcess> {
   const port = await freePort();
   const child = spawn(process.execPath, nodeArgs, {
@@ -114,9 +119,9 @@ export interface WorkerProcess {
   exited: Promise<number | null>;
 }
 
-/** Starts `remit worker` (src/cli.ts through tsx) as a real process and waits for its ready line. */
+/** Starts `remit worker` as a real process and waits for its ready line. */
 export async function startWorker(env: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src/cli-main.ts'), 'worker'], {
+  const child = spawn(process.execPath, [...entryPoint('cli-main'), 'worker'], {
     cwd: ROOT,
     // Info level: the ready line is what says the worker is working the queues.
     env: cleanEnv({ LOG_LEVEL: 'info', ...env }),

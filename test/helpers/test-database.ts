@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { inject } from 'vitest';
+import { takePglite, givePglite } from './pglite-instances.ts';
 import { openDatabase, type Database } from '../../src/platform/db/client.ts';
 
 /**
@@ -60,9 +61,18 @@ export async function openTestDatabase(fixture: {
       },
     };
   }
-  const dump = new Blob([fs.readFileSync(fixture.dumpPath!)]);
-  const database = await openDatabase({ loadDataDir: dump, statementTimeoutMs: STATEMENT_TIMEOUT_MS });
-  return { database, drop: () => database.close() };
+  const instance = await takePglite(fixture.dumpPath!);
+  const database = await openDatabase({
+    pgliteInstance: instance,
+    statementTimeoutMs: STATEMENT_TIMEOUT_MS,
+  });
+  return {
+    database,
+    drop: async () => {
+      await database.close();
+      await givePglite(instance);
+    },
+  };
 }
 
 /**

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { ROOT, startServer, type ServerProcess } from '../helpers/processes.ts';
 import { uploadWithForm } from '../helpers/presigned-post.ts';
 import { CONTENT_TYPES, xlsx } from '../helpers/sample-files.ts';
@@ -10,8 +10,9 @@ import { until } from '../helpers/until.ts';
 import { engine } from '../helpers/test-database.ts';
 
 /**
- * What `npm start` runs is the esbuild bundle (scripts/build.mjs), while every other test runs the
- * source: this one bundles into a folder of its own and runs it as `npm start` would, on the embedded
+ * What `npm start` runs is the esbuild bundle (scripts/build.mjs); the run's processes start the run's
+ * bundle (dist/, or one made from the sources as they are: test/helpers/test-bundle.ts). This test runs
+ * it as `npm start` would, on the embedded
  * database, through the paths a bundle can break — migrations found from dist/, the fresh data
  * directory copied from the build's template, the CLI, Swagger UI's files (an external package), a
  * document read in the extraction thread (its own entry point), an invoice's PDF (pdfkit's font files),
@@ -22,18 +23,12 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
   let dataDir: string;
   let server: ServerProcess | undefined;
 
-  beforeAll(async () => {
-    // Inside the repository, so the bundle resolves its external packages from node_modules/.
-    out = fs.mkdtempSync(path.join(ROOT, 'node_modules', '.remit-bundle-test-'));
+  beforeAll(() => {
+    out = inject('bundleDir');
     dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'remit-bundle-'));
-    const { bundle } = (await import(path.join(ROOT, 'scripts/build.mjs'))) as {
-      bundle(outdir: string): Promise<unknown>;
-    };
-    await bundle(out);
-  }, 120_000);
+  });
   afterAll(() => {
     server?.child.kill('SIGKILL');
-    fs.rmSync(out, { recursive: true, force: true });
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
@@ -57,7 +52,7 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
     await lite.close();
     expect(queues.rows[0]!.n).toBeGreaterThan(5);
 
-    server = await startServer({ DATA_DIR: dataDir }, ['--enable-source-maps', path.join(out, 'server.js')]);
+    server = await startServer({ DATA_DIR: dataDir });
     const api = async (method: string, url: string, body?: unknown) => {
       const res = await fetch(`${server!.url}${url}`, {
         method,

@@ -57,6 +57,11 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** PGlite only: its shared buffers (PostgreSQL's default, 128 MB, is most of an idle process's memory). */
   pgliteSharedBuffersMb?: number;
+  /**
+   * An open PGlite (from `createPglite`) to use instead of opening one; the caller keeps it: `close()`
+   * stops listening and leaves it open (tests hand one migrated instance from file to file).
+   */
+  pgliteInstance?: PGlite | undefined;
 }
 
 // int8 (counts, sums of cents) as a JS number; values stay far below 2^53 for money in cents.
@@ -64,6 +69,29 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
 const extensions = { pg_trgm, pgcrypto, btree_gin };
+
+/** An embedded PostgreSQL with Remit's extensions, on `dataDir` or in memory (from `loadDataDir`). */
+export function createPglite(
+  options: Pick<OpenDatabaseOptions, 'dataDir' | 'loadDataDir' | 'pgliteSharedBuffersMb'>,
+): Promise<PGlite> {
+  return PGlite.create({
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
+    extensions,
+    // Shared buffers are allocated in the WebAssembly heap and touched as pages are read: PostgreSQL's
+    // 128 MB default made an idle embedded server 400+ MB. The data directory's files stay in the OS page
+    // cache anyway (docs/performance.md#start-and-footprint).
+    ...(options.pgliteSharedBuffersMb
+      ? {
+          startParams: [
+            ...PGlite.defaultStartParams,
+            '-c',
+            `shared_buffers=${Math.floor(options.pgliteSharedBuffersMb)}MB`,
+          ],
+        }
+      : {}),
+  });
+}
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   if (options.databaseUrl) {
@@ -106,34 +134,19 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       },
     };
   }
-  const raw = await PGlite.create({
-    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
-    ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    extensions,
-    // Shared buffers are allocated in the WebAssembly heap and touched as pages are read: PostgreSQL's
-    // 128 MB default made an idle embedded server 400+ MB. The data directory's files stay in the OS page
-    // cache anyway (docs/performance.md#start-and-footprint).
-    ...(options.pgliteSharedBuffersMb
-      ? {
-          startParams: [
-            ...PGlite.defaultStartParams,
-            '-c',
-            `shared_buffers=${Math.floor(options.pgliteSharedBuffersMb)}MB`,
-          ],
-        }
-      : {}),
-  });
+  const raw = options.pgliteInstance ?? (await createPglite(options));
   await raw.exec(`SET statement_timeout = ${Math.floor(options.statementTimeoutMs)}`);
   // Every statement through `lite` runs as its caller's role (session-role.ts).
   const queue = { pending: 0 };
   const roleScoped = roleScopedPglite(raw, queue);
   const lite = tracingActive() ? tracedPglite(roleScoped) : roleScoped;
   const db = scopedDb(drizzlePglite(lite) as unknown as Db);
+  const notifications = pgliteNotifications(raw);
   return {
     kind: 'pglite',
     db,
     pglite: lite,
-    notifications: pgliteNotifications(raw),
+    notifications,
     ping: async () => {
       await lite.query('select 1');
     },
@@ -145,7 +158,8 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       max: 1,
     }),
     close: async () => {
-      if (!raw.closed) await raw.close();
+      await notifications.close();
+      if (!options.pgliteInstance && !raw.closed) await raw.close();
     },
   };
 }

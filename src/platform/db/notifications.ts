@@ -51,7 +51,7 @@ const listenStatement = (channels: Iterable<string>) =>
  */
 export function pgliteNotifications(lite: PGlite): Notifications {
   const registry: Registry = new Map();
-  const listening = new Map<string, Promise<unknown>>();
+  const listening = new Map<string, Promise<() => Promise<void>>>();
   return {
     listen(channel, listener) {
       let started = listening.get(channel);
@@ -68,7 +68,18 @@ export function pgliteNotifications(lite: PGlite): Notifications {
       );
       return unregister;
     },
-    close: () => Promise.resolve(),
+    // Unsubscribed even though closing the database ends them too: an instance kept open by its
+    // caller (openDatabase's `pgliteInstance`) must not call this registry's listeners any more.
+    close: async () => {
+      const started = [...listening.values()];
+      listening.clear();
+      registry.clear();
+      if (lite.closed) return;
+      for (const subscription of started) {
+        const unsubscribe = await subscription.catch(() => undefined);
+        await unsubscribe?.().catch(() => undefined);
+      }
+    },
   };
 }
 
