@@ -37,6 +37,12 @@ export interface Config {
    */
   taskWaitRecheckS: number;
   /**
+   * Seconds between the job queue's maintenance runs in a process that works the queues: what expires
+   * a job whose worker died (so it is retried) and archives finished ones. Default 120 (pg-boss's own),
+   * 1 to 3600.
+   */
+  jobMaintenanceIntervalS: number;
+  /**
    * Hours an emailed approval link stays valid (docs/approval-emails.md#the-links); default 72, 1 to
    * 720. Each link works once, and only while its approval is undecided.
    */
@@ -439,6 +445,7 @@ export function loadConfig(env: Env = process.env): Config {
     authCacheTtlS: integer(env, 'AUTH_CACHE_TTL_S', 10, 0, 300),
     invoiceCacheTtlS: integer(env, 'INVOICE_CACHE_TTL_S', 10, 0, 300),
     taskWaitRecheckS: integer(env, 'TASK_WAIT_RECHECK_S', 10, 1, 60),
+    jobMaintenanceIntervalS: integer(env, 'JOB_MAINTENANCE_INTERVAL_S', 120, 1, 3600),
     approvalLinkTtlH: integer(env, 'APPROVAL_LINK_TTL_H', 72, 1, 720),
     secretKey: optional(env, 'SECRET_KEY'),
     secretKeysPrevious: (optional(env, 'SECRET_KEY_PREVIOUS') ?? '')

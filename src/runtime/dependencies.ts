@@ -92,6 +92,7 @@ export async function startProcessRuntime(
     jobs = await withSchemaLock(database, () =>
       Jobs.start(database, {
         supervise: options.works,
+        maintenanceIntervalSeconds: config.jobMaintenanceIntervalS,
         metrics,
         onError: (error) => {
           if (!log) process.stderr.write(`job queue error: ${String(error)}\n`);

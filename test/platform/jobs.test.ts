@@ -212,6 +212,29 @@ describe('jobs', () => {
     }
   });
 
+  it("the maintenance interval is configurable: a dead worker's job is expired and retried that soon", async () => {
+    // A supervising process with maintenance every second; pg-boss's own 120 s would outlast the wait.
+    const supervising = await Jobs.start(t.database, { supervise: true, maintenanceIntervalSeconds: 1 });
+    try {
+      await supervising.define('test.orphaned', undefined, { expireInSeconds: 1 });
+      const id = await t.db.transaction((tx) => supervising.enqueue(tx, 'test.orphaned', {}));
+      // Fetched by a worker that died an hour ago: active, and long past its expiry.
+      await rawQuery(
+        t.db,
+        `update pgboss.job set state = 'active', started_on = now() - interval '1 hour' where id = $1`,
+        [id],
+      );
+      await until(async () => {
+        const [job] = await rawQuery<{ state: string }>(t.db, `select state from pgboss.job where id = $1`, [
+          id,
+        ]);
+        return job!.state === 'retry';
+      }, 'the expired job to be put back for a retry');
+    } finally {
+      await supervising.stop();
+    }
+  });
+
   it('refuses a queue that was never defined', async () => {
     await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
       /never defined/,

@@ -24,11 +24,13 @@ import { adminQuery, engine, testDatabaseUrl, withDatabaseName } from '../helper
  * - the API processes never fetch a job nor run the queue's cron, and each scheduled job is created once
  *   per minute although two workers run the scheduler.
  *
- * The lease (EMAIL_SEND_LEASE_S=45) comes from the configuration; the waits poll with a deadline. It
- * also bounds the SMTP exchange to 40 s, which must outlast a held message's wait for the other worker
- * to start and take one too.
+ * The lease (EMAIL_SEND_LEASE_S=30) comes from the configuration; the waits poll with a deadline. It
+ * also bounds the SMTP exchange to 25 s, which must outlast a held message's wait for the other worker
+ * to start and take one too (both start together, in about a second). The queue's maintenance, which
+ * expires the dead worker's job so that it is retried, runs every 2 s (JOB_MAINTENANCE_INTERVAL_S)
+ * instead of pg-boss's 120 s: the retry comes once the lease has run out, not up to two minutes later.
  */
-const LEASE_S = 45;
+const LEASE_S = 30;
 const DRAFTS = 12;
 
 async function until<T>(what: string, check: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
@@ -75,6 +77,7 @@ describe.skipIf(engine !== 'postgres')('API processes and workers on one Postgre
       DATA_DIR: dataDir,
       SMTP_URL: smtp.url(),
       EMAIL_SEND_LEASE_S: String(LEASE_S),
+      JOB_MAINTENANCE_INTERVAL_S: '2',
     };
     const init = await runCli(['init', '--org', 'Acme', '--email', 'admin@acme.test', '--json'], env);
     expect(init.code, init.stderr).toBe(0);

@@ -108,6 +108,8 @@ export class Jobs {
       onError?: (error: unknown) => void;
       supervise?: boolean;
       pollIntervalSeconds?: number;
+      /** How often a supervising process expires jobs whose worker died, and archives (pg-boss: 120 s). */
+      maintenanceIntervalSeconds?: number;
       /** Throws to hold the queue's statements back (the embedded database's disk is low). */
       writeGate?: () => Promise<void>;
       /** Counts and times the jobs this process runs (docs/observability.md). */
@@ -120,6 +122,9 @@ export class Jobs {
       schema: PGBOSS_SCHEMA,
       supervise: options.supervise ?? true,
       schedule: options.supervise ?? true,
+      ...(options.maintenanceIntervalSeconds
+        ? { maintenanceIntervalSeconds: options.maintenanceIntervalSeconds }
+        : {}),
       migrate: true,
     });
     boss.on('error', (error) => options.onError?.(error));
