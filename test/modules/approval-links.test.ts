@@ -3,6 +3,7 @@ import crypto from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRuns } from '../../src/modules/agents/agents.tables.ts';
+import { signInThrottle } from '../../src/modules/people/sign-in.tables.ts';
 import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import {
   approvalEmailRecipients,
@@ -727,5 +728,7 @@ describe('throttling', () => {
     }
     expectErrorBody(last!, 429, 'rate_limited');
     expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
+    // The address is every test's (app.inject's): unblocked for the tests that sign in after this one.
+    await t.db.delete(signInThrottle);
   });
 });

@@ -411,8 +411,10 @@ describe('approval limits', () => {
   const overLimit = () => payable({ tax_cents: 500_001 });
 
   it('settings: none at first; PATCH replaces the whole setting; members named must belong', async () => {
-    const read = await call(t.app, 'GET', `/api/organization/${p.orgA.uid}/settings`, {
-      key: p.orgA.member.key,
+    // An organization of its own for "none at first": the other tests set orgA's limits, in any order.
+    const fresh = await createPrincipals(t);
+    const read = await call(t.app, 'GET', `/api/organization/${fresh.orgA.uid}/settings`, {
+      key: fresh.orgA.member.key,
     });
     expect(read.body.data.approval_limits).toEqual({ roles: { admin: null, member: null }, users: [] });
     const set = await setLimits({ roles: { member: 500_000 } });

@@ -43,11 +43,13 @@ afterAll(async () => {
 
 describe('GET /api/organization/{uid}/settings', () => {
   it('every field, for an admin and a member alike; no channel and Slack configured at first', async () => {
-    for (const key of [p.orgA.admin.key, p.orgA.member.key]) {
-      const res = await read(key);
+    // Organizations of its own: the other tests change orgA's settings, in any order.
+    const fresh = await createPrincipals(t);
+    for (const key of [fresh.orgA.admin.key, fresh.orgA.member.key]) {
+      const res = await call(t.app, 'GET', `/api/organization/${fresh.orgA.uid}/settings`, { key });
       expect(res.status, res.raw).toBe(200);
       expect(res.body.data).toEqual({
-        organization_uid: p.orgA.uid,
+        organization_uid: fresh.orgA.uid,
         segregation_of_duties: false,
         require_admin_mfa: false,
         slack_channel_id: null,
@@ -96,6 +98,11 @@ describe('what invoice documents show (address, tax_id, payment_instructions)', 
 
 describe('the default Slack channel (PATCH slack_channel_id)', () => {
   it('a channel the bot is in: asked of Slack with our token, stored, answered, read back; the switches stay', async () => {
+    // From no channel and both switches off, whatever the tests before this one left.
+    expect(
+      (await patch({ slack_channel_id: null, segregation_of_duties: false, require_admin_mfa: false }))
+        .status,
+    ).toBe(200);
     const before = asked();
     const res = await patch({ slack_channel_id: MEMBER });
     expect(res.status, res.raw).toBe(200);
