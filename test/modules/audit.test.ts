@@ -899,6 +899,7 @@ describe('retention (AUDIT_RETENTION_DAYS)', () => {
     };
     const old = await insertAt('2020-03-10T00:00:00Z');
     const recent = await insertAt('2020-03-20T00:00:00Z');
+    const today = await insertAt(new Date().toISOString());
     const exists = async (uid: string) => (await list(org, { entity_uid: uid }))._meta.total_items === 1;
 
     vi.useFakeTimers({ toFake: ['Date'], now: new Date('2020-04-15T03:43:00Z') });
@@ -920,7 +921,7 @@ describe('retention (AUDIT_RETENTION_DAYS)', () => {
     expect(await exists(old)).toBe(false);
     expect(await exists(recent)).toBe(true);
     // Events of today are far inside any retention.
-    expect((await list(p.orgA))._meta.total_items).toBeGreaterThan(0);
+    expect(await exists(today)).toBe(true);
   });
 
   it('the purge is scheduled daily', async () => {

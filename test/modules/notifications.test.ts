@@ -716,8 +716,10 @@ describe('user text in Slack messages', () => {
       },
     });
     expect(res.status, res.raw).toBe(201);
-    await until(async () => postsSince(before).length > 0, 'the approval_required post');
-    const [request] = postsSince(before);
+    // This approval's post (another test's agent may post to the same channel meanwhile).
+    const ours = () => postsSince(before).filter((r) => String(r.params.text).includes('evil.test'));
+    await until(async () => ours().length > 0, 'the approval_required post');
+    const [request] = ours();
     const posted = String(request!.params.text);
     expect(posted).toContain('&lt;!channel&gt;');
     expect(posted).toContain('&lt;https://evil.test|click here&gt;');
