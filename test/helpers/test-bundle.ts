@@ -8,8 +8,11 @@ interface BuildScript {
   bundle(outdir: string): Promise<unknown>;
 }
 
-/** Test runs' own bundles, beside node_modules' packages so the bundle resolves its externals there. */
-const BUNDLES_DIR = path.join(ROOT, 'node_modules', '.cache', 'remit-test-bundle');
+/**
+ * Test runs' own bundles, each a folder directly in the repository as dist/ is: the bundle finds the
+ * console at `../web/dist` (src/app.ts) and its external packages in `../node_modules`.
+ */
+const BUNDLE_PREFIX = '.test-bundle-';
 const DAY_MS = 86_400_000;
 
 function builtFrom(dir: string, file: string): string | undefined {
@@ -23,7 +26,7 @@ function builtFrom(dir: string, file: string): string | undefined {
 /**
  * The bundle (scripts/build.mjs) that the run's server, worker and CLI processes run, made from the
  * sources as they are now: dist/ when it was built from exactly these inputs (so a fresh clone, whose
- * `npm install` just built it, bundles nothing more), otherwise a folder of the run's own, kept under
+ * `npm install` just built it, bundles nothing more), otherwise a folder of the run's own (`.test-bundle-<hash>`, git-ignored), kept under
  * the inputs' fingerprint for the next run with the same sources.
  *
  * Processes ran the source through tsx before: 2.2 s of CPU for a start on a migrated PostgreSQL
@@ -36,7 +39,7 @@ export async function prepareTestBundle(): Promise<string> {
   const dist = path.join(ROOT, 'dist');
   if (builtFrom(dist, build.BUILD_INPUTS_FILE) === inputs) return dist;
 
-  const dir = path.join(BUNDLES_DIR, inputs.slice(0, 16));
+  const dir = path.join(ROOT, `${BUNDLE_PREFIX}${inputs.slice(0, 16)}`);
   removeOldBundles(dir, build.BUILD_INPUTS_FILE);
   if (builtFrom(dir, build.BUILD_INPUTS_FILE) === inputs) {
     const now = new Date();
@@ -63,10 +66,9 @@ export async function prepareTestBundle(): Promise<string> {
 
 /** Bundles of other sources that no run has used for a day (every run touches the one it uses). */
 function removeOldBundles(keep: string, inputsFile: string): void {
-  if (!fs.existsSync(BUNDLES_DIR)) return;
-  for (const name of fs.readdirSync(BUNDLES_DIR)) {
-    const dir = path.join(BUNDLES_DIR, name);
-    if (dir === keep) continue;
+  for (const name of fs.readdirSync(ROOT)) {
+    const dir = path.join(ROOT, name);
+    if (!name.startsWith(BUNDLE_PREFIX) || dir === keep) continue;
     try {
       const used = fs.statSync(path.join(dir, inputsFile), { throwIfNoEntry: false }) ?? fs.statSync(dir);
       if (used.mtimeMs < Date.now() - DAY_MS) fs.rmSync(dir, { recursive: true, force: true });
