@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import * as OTPAuth from 'otpauth';
+import { signInThrottle } from '../../src/modules/people/sign-in.tables.ts';
 import type { TestApp } from './app.ts';
 import { call, type CallOptions, type CallResult } from './http.ts';
 
@@ -79,6 +80,14 @@ export function browserFrom(t: TestApp, signedIn: CallResult): Browser {
       }),
   };
   return browser;
+}
+
+/**
+ * Forgets every sign-in and link failure, and the blocks they earned: every request of `app.inject`
+ * comes from one address, so one test's failures would otherwise throttle the next test's sign-in.
+ */
+export async function clearSignInThrottle(t: TestApp): Promise<void> {
+  await t.db.delete(signInThrottle);
 }
 
 /** Sets the user's password the way a person would: a reset link from the outbox. */

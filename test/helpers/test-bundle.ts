@@ -26,8 +26,9 @@ function builtFrom(dir: string, file: string): string | undefined {
 /**
  * The bundle (scripts/build.mjs) that the run's server, worker and CLI processes run, made from the
  * sources as they are now: dist/ when it was built from exactly these inputs (so a fresh clone, whose
- * `npm install` just built it, bundles nothing more), otherwise a folder of the run's own (`.test-bundle-<hash>`, git-ignored), kept under
- * the inputs' fingerprint for the next run with the same sources.
+ * `npm install` just built it, bundles nothing more), otherwise a folder of the run's own
+ * (`.test-bundle-<hash>`, git-ignored), kept under the inputs' fingerprint for the next run with the
+ * same sources.
  *
  * Processes ran the source through tsx before: 2.2 s of CPU for a start on a migrated PostgreSQL
  * database against 0.8 s for the bundle, and the suite starts about fifty of them

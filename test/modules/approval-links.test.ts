@@ -3,7 +3,6 @@ import crypto from 'node:crypto';
 import { and, eq } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentRuns } from '../../src/modules/agents/agents.tables.ts';
-import { signInThrottle } from '../../src/modules/people/sign-in.tables.ts';
 import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
 import {
   approvalEmailRecipients,
@@ -22,7 +21,7 @@ import type { MailTransports } from '../../src/platform/mail/mailer.ts';
 import { generateSecretKey, parseSecretKey } from '../../src/platform/secrets/secret-box.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
-import { browserFrom, outboxMessages, setPasswordByEmail } from '../helpers/people.ts';
+import { browserFrom, clearSignInThrottle, outboxMessages, setPasswordByEmail } from '../helpers/people.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { until } from '../helpers/until.ts';
 import { receivables } from '../helpers/agent-fixtures.ts';
@@ -728,7 +727,7 @@ describe('throttling', () => {
     }
     expectErrorBody(last!, 429, 'rate_limited');
     expect(Number(last!.headers['retry-after'])).toBeGreaterThan(0);
-    // The address is every test's (app.inject's): unblocked for the tests that sign in after this one.
-    await t.db.delete(signInThrottle);
+    // Unblocked for the tests that sign in after this one.
+    await clearSignInThrottle(t);
   });
 });

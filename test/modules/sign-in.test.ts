@@ -5,6 +5,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import {
   browserFrom,
+  clearSignInThrottle,
   emailedToken,
   outboxMessages,
   sessionCookieOf,
@@ -30,11 +31,8 @@ beforeAll(async () => {
   await setPasswordByEmail(t, p.orgA.admin.email, PASSWORD);
 });
 afterAll(async () => t?.close());
-// Every test signs in from the same address (app.inject's): the failures another test made, and the
-// blocks they earned, are not this test's.
-beforeEach(async () => {
-  await t.db.execute(sql`delete from sign_in_throttle`);
-});
+// The failures another test made, and the blocks they earned, are not this test's.
+beforeEach(() => clearSignInThrottle(t));
 
 describe('password sign-in', () => {
   it('sets an HttpOnly, SameSite=Lax cookie; the session answers /api/me like a key, without one', async () => {
