@@ -23,6 +23,7 @@ import {
   type RouteAccess,
 } from './platform/http/route-rules.ts';
 import { schemaCompiler } from './platform/http/validation.ts';
+import { registerJsonParser } from './platform/http/json-body.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
@@ -303,6 +304,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   // JSON routes take JSON only: Fastify's default text/plain parser would hand a string to a route that
   // expects an object (answered 422 "must be object" instead of 415).
   app.removeContentTypeParser('text/plain');
+  // JSON bodies: Fastify's parser, after refusing nesting past MAX_JSON_DEPTH (json-body.ts).
+  registerJsonParser(app);
 
   await registerSecurityHeaders(app, { corsOrigins: deps.config.corsOrigins });
   await app.register(swagger, {

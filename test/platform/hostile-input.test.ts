@@ -2,6 +2,7 @@ import crypto from 'node:crypto';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/platform/http/errors.ts';
+import { MAX_JSON_DEPTH } from '../../src/platform/http/text-safety.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, type CallResult } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -10,7 +11,7 @@ import { createPrincipals, type Principals } from '../helpers/principals.ts';
  * Generated hostile input against every route of the OpenAPI document (issue 14, docs/fuzzing.md):
  * requests built from each operation's own parameters and body schema, then mutated with NUL
  * characters, lone surrogates, out-of-range dates and numbers, type confusion, long and odd text,
- * unknown parameters and fields, broken JSON. Every answer must be below 500 and every 4xx the one error
+ * unknown parameters and fields, broken JSON, JSON nested to any depth that fits the body limit. Every answer must be below 500 and every 4xx the one error
  * body with a documented code. A fixed seed and a bounded count in `npm test`; FUZZ_RUNS and FUZZ_SEED
  * make a longer run (`npm run fuzz`).
  */
@@ -424,6 +425,90 @@ describe('generated hostile input on every route', () => {
     }
     expect(sent).toBeGreaterThan(500);
   }, 600_000);
+
+  it('JSON nested to any depth that fits the body limit, on every route that takes a body: never 5xx; past the limit 422 naming where', async () => {
+    /** `[[…]]` or `{"a":{"a":…}}`, `levels` deep. */
+    const deepArray = (levels: number) => '['.repeat(levels) + ']'.repeat(levels);
+    const deepObject = (levels: number) => '{"a":'.repeat(levels - 1) + '{}' + '}'.repeat(levels - 1);
+    let refused = 0;
+    for (const op of operations.filter((o) => ['POST', 'PUT', 'PATCH', 'DELETE'].includes(o.method))) {
+      const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => pathValue(name, op));
+      const base = op.body ? example(op.body) : {};
+      const fields = base && typeof base === 'object' && !Array.isArray(base) ? Object.keys(base) : [];
+      // The body itself that deep (up to what fits the largest body limit, 14.3 MiB), and each top-level
+      // field of a valid body holding a deep value.
+      const bodies: [string, string][] = [
+        ...[MAX_JSON_DEPTH + 1, 5_000, 30_000, 250_000, 1_000_000, 7_000_000].map(
+          (levels): [string, string] => [`an array ${levels} levels deep`, deepArray(levels)],
+        ),
+        [`an object 20,000 levels deep`, deepObject(20_000)],
+        ...fields.map((field): [string, string] => [
+          `${field} 10,000 levels deep`,
+          JSON.stringify({ ...(base as object), [field]: '<deep>' }).replace('"<deep>"', deepObject(10_000)),
+        ]),
+      ];
+      for (const [label, body] of bodies) {
+        const res = await call(t.app, op.method, url, {
+          key: p.orgA.admin.key,
+          body,
+          headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
+        });
+        const what = `${op.method} ${op.path} ${label}`;
+        checkAnswer(res, what);
+        if (!op.body) continue;
+        // A route with a body schema refuses it: too deep (422), too large (413), or what its path names
+        // is not there (404).
+        expect(res.status, `${what}: ${res.raw.slice(0, 300)}`).toBeGreaterThanOrEqual(400);
+        if (res.status === 422) {
+          refused++;
+          expect(res.body.code, what).toBe('validation_failed');
+          expect(res.body.message, what).toContain(`more than ${MAX_JSON_DEPTH} levels deep`);
+        }
+      }
+    }
+    expect(refused).toBeGreaterThan(100);
+  }, 600_000);
+
+  it(`JSON ${MAX_JSON_DEPTH} levels deep is kept and read back; one level more is 422 naming the field`, async () => {
+    /** A value that makes a body `levels` deep when it sits `at` levels below the body. */
+    const nested = (levels: number, at: number): unknown => {
+      let value: unknown = { leaf: 'x' };
+      for (let i = at; i < levels; i++) value = (levels - 1 - i) % 2 ? [value] : { a: value };
+      return value;
+    };
+    const metric = await call(t.app, 'POST', '/api/metrics', {
+      key: p.orgA.admin.key,
+      body: { uid: `fuzz_deep_${crypto.randomBytes(4).toString('hex')}`, name: 'Deep' },
+    });
+    expect(metric.status, metric.raw).toBe(200);
+    const metricUid = metric.body.data.uid as string;
+    // The body is level 1, `_metadata` level 2.
+    const deepest = nested(MAX_JSON_DEPTH, 2);
+    const kept = await call(t.app, 'POST', `/api/metrics/values/ORGANIZATION/${p.orgA.uid}`, {
+      key: p.orgA.admin.key,
+      body: { metric_uid: metricUid, metric_date: '2026-03-05', value: 1, _metadata: deepest },
+    });
+    expect(kept.status, kept.raw.slice(0, 300)).toBe(200);
+    expect(kept.body.data._metadata).toEqual(deepest);
+    const read = await call(t.app, 'GET', `/api/metrics/${metricUid}/values`, { key: p.orgA.admin.key });
+    expect(read.status, read.raw.slice(0, 300)).toBe(200);
+    expect(read.body.data.items[0]._metadata).toEqual(deepest);
+
+    const tooDeep = await call(t.app, 'POST', `/api/metrics/values/ORGANIZATION/${p.orgA.uid}`, {
+      key: p.orgA.admin.key,
+      body: {
+        metric_uid: metricUid,
+        metric_date: '2026-03-06',
+        value: 1,
+        _metadata: nested(MAX_JSON_DEPTH + 1, 2),
+      },
+    });
+    expect(tooDeep.status, tooDeep.raw.slice(0, 300)).toBe(422);
+    expect(tooDeep.body.code).toBe('validation_failed');
+    const field = tooDeep.body.errors[0].field as string;
+    expect(field.startsWith('_metadata.')).toBe(true);
+    expect(field.split('.')).toHaveLength(MAX_JSON_DEPTH);
+  });
 
   it('every query parameter of every route, one input class at a time: never 5xx; NUL is 400 naming it', async () => {
     const classes = [

@@ -38,16 +38,39 @@ interface IdempotencyClaim {
 
 const RETENTION_HOURS = 24;
 
-/** JSON with sorted object keys, so the same body written in another key order hashes the same. */
+/**
+ * JSON with sorted object keys, so the same body written in another key order hashes the same. A loop
+ * with its own stack: a route without a body schema takes whatever JSON fits its body limit, however
+ * deep (validated bodies are at most MAX_JSON_DEPTH levels, text-safety.ts).
+ */
 function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value && typeof value === 'object') {
-    const entries = Object.keys(value as object)
-      .sort()
-      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-    return `{${entries.join(',')}}`;
+  const out: string[] = [];
+  // What is still to write, last first: a value, or text written as it is.
+  const todo: ({ value: unknown } | string)[] = [{ value }];
+  while (todo.length > 0) {
+    const next = todo.pop()!;
+    if (typeof next === 'string') {
+      out.push(next);
+      continue;
+    }
+    const v = next.value;
+    if (v === null || typeof v !== 'object') {
+      out.push(JSON.stringify(v ?? null));
+      continue;
+    }
+    const array = Array.isArray(v);
+    const keys = array ? null : Object.keys(v).sort();
+    const count = array ? v.length : keys!.length;
+    todo.push(array ? ']' : '}');
+    for (let i = count - 1; i >= 0; i--) {
+      const item = array ? v[i] : (v as Record<string, unknown>)[keys![i]!];
+      todo.push({ value: item });
+      if (!array) todo.push(`${JSON.stringify(keys![i])}:`);
+      if (i > 0) todo.push(',');
+    }
+    out.push(array ? '[' : '{');
   }
-  return JSON.stringify(value ?? null);
+  return out.join('');
 }
 
 function requestHash(request: FastifyRequest): string {

@@ -539,8 +539,16 @@ export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
   // The error handler's last resort, and the statement timeouts, lost connections and shutdown.
   add('internal_error', 'service_unavailable');
   if (WRITE_METHODS.has(method)) {
-    // The disk guard refuses writes before their body is read; then the body parsers.
-    add('storage_full', 'invalid_json', 'bad_request', 'payload_too_large', 'unsupported_media_type');
+    // The disk guard refuses writes before their body is read; then the body parsers (the JSON parser
+    // also refuses nesting past MAX_JSON_DEPTH with `validation_failed`, json-body.ts).
+    add(
+      'storage_full',
+      'invalid_json',
+      'bad_request',
+      'payload_too_large',
+      'unsupported_media_type',
+      'validation_failed',
+    );
   }
   if (route.schema?.body !== undefined) add('validation_failed');
   if (params) add('invalid_parameter');

@@ -2,7 +2,7 @@ import type { FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { DATE_RANGE_TEXT, isValidDate, isValidDateTime } from './date-range.ts';
-import { findUnsafeText, UNSAFE_TEXT_MESSAGE } from './text-safety.ts';
+import { findUnsafeInput } from './text-safety.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -58,16 +58,17 @@ type Validator = ((data: unknown, context?: unknown) => boolean) & {
 
 /**
  * Wraps Ajv's validator with the rules every route shares, so no route can forget them: no NUL or lone
- * surrogate anywhere in the input (PostgreSQL cannot store the first, the second is not text), and
- * numbers in URLs written as plain decimals.
+ * surrogate anywhere in the input (PostgreSQL cannot store the first, the second is not text), no JSON
+ * nested deeper than MAX_JSON_DEPTH (checked before Ajv or anything else walks it), and numbers in URLs
+ * written as plain decimals.
  */
 function guarded(validate: ValidateFunction, schema: JsonSchema, isUrlPart: boolean): Validator {
   const numeric = isUrlPart ? numericProperties(schema) : new Map<string, 'integer' | 'number'>();
   const properties = (schema.properties ?? {}) as Record<string, JsonSchema>;
   const wrapped: Validator = (data, context) => {
-    const unsafe = findUnsafeText(data);
+    const unsafe = findUnsafeInput(data);
     if (unsafe !== undefined) {
-      wrapped.errors = [issue(unsafe, 'text', UNSAFE_TEXT_MESSAGE)];
+      wrapped.errors = [issue(unsafe.path, unsafe.problem, unsafe.message)];
       return false;
     }
     if (numeric.size > 0 && data && typeof data === 'object') {
