@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ERROR_CODES } from '../../src/platform/http/errors.ts';
 import { MAX_JSON_DEPTH } from '../../src/platform/http/text-safety.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
-import { call, type CallResult } from '../helpers/http.ts';
+import { call, type CallOptions, type CallResult } from '../helpers/http.ts';
+import { clearSignInThrottle, setPasswordByEmail, signIn, type Browser } from '../helpers/people.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 
 /**
@@ -142,8 +143,35 @@ beforeAll(async () => {
   uids.agent = await post('/api/agents', { name: 'Fuzz agent' });
   uids.conversation = await post('/api/conversations', { subject: 'Fuzz', channel: 'email', status: 'open' });
   uids.account = await post('/api/email/accounts', { email: 'fuzz@acme.test', display_name: 'Fuzz' });
+  await setPasswordByEmail(t, p.orgA.member.email, PERSON_PASSWORD);
 });
 afterAll(async () => t?.close());
+
+/**
+ * The routes about the calling person (their sessions, sign-out, password, second factor,
+ * preferences): driven with a sign-in session of orgA's member, as the console calls them, so that the
+ * requests reach their handlers. Every other route with orgA's admin's key.
+ */
+const PERSON_ROUTE = /^\/api\/(auth|me)(\/|$)/;
+const PERSON_PASSWORD = 'fuzz-person-password-1';
+let person: Browser | undefined;
+
+/** One request of the generated test, with the credential its route takes. */
+async function send(op: Operation, url: string, options: Omit<CallOptions, 'key'> = {}): Promise<CallResult> {
+  if (!PERSON_ROUTE.test(op.path)) return call(t.app, op.method, url, { key: p.orgA.admin.key, ...options });
+  if (!person) {
+    // A sign-in the generated requests (wrong passwords, codes) may have throttled.
+    await clearSignInThrottle(t);
+    person = await signIn(t, p.orgA.member.email, PERSON_PASSWORD);
+  }
+  const res = await person.call(op.method, url, options);
+  // A request that may have ended the session (sign-out, signing out everywhere): a new one next time.
+  if (res.status < 300 && op.method !== 'GET') {
+    const alive = await person.call('GET', '/api/auth/session');
+    if (alive.status !== 200) person = undefined;
+  }
+  return res;
+}
 
 /** A real uid for a path parameter where one fits, else a random one. */
 function pathValue(name: string, op: Operation): string {
@@ -353,8 +381,33 @@ const FIELD_CLASSES: [string, unknown][] = [
 ];
 
 describe('generated hostile input on every route', () => {
-  it('covers the API', () => {
+  it('covers the API, the routes about the calling person included', () => {
     expect(operations.length).toBeGreaterThan(60);
+    const covered = operations.map((o) => `${o.method} ${o.path}`);
+    for (const route of [
+      'GET /api/me',
+      'GET /api/me/preferences',
+      'PATCH /api/me/preferences',
+      'GET /api/auth/session',
+      'GET /api/auth/sessions',
+      'DELETE /api/auth/sessions/{uid}',
+      'POST /api/auth/sessions/revoke-all',
+      'POST /api/auth/sign-out',
+      'POST /api/auth/password',
+      'POST /api/auth/totp/setup',
+      'POST /api/auth/totp/enable',
+      'POST /api/auth/totp/disable',
+    ])
+      expect(covered).toContain(route);
+  });
+
+  it('the person routes are driven with a sign-in session, so their handlers run', async () => {
+    const op = operations.find((o) => o.method === 'GET' && o.path === '/api/auth/sessions')!;
+    const sessions = await send(op, op.path);
+    expect(sessions.status, sessions.raw).toBe(200);
+    const preferences = operations.find((o) => o.method === 'PATCH' && o.path === '/api/me/preferences')!;
+    const refused = await send(preferences, preferences.path, { body: { zz_unknown: '\u0000' } });
+    expect(refused.status, refused.raw).toBe(422);
   });
 
   it(`no 5xx, and every 4xx in the one error body with a documented code (seed ${SEED}, ${RUNS} runs per operation)`, async () => {
@@ -367,10 +420,11 @@ describe('generated hostile input on every route', () => {
           hasBody ? bodyText(op.body) : fc.constant(undefined),
           fc.constantFrom('application/json', 'application/json', 'application/json', 'text/plain'),
           async (query, body, contentType) => {
-            const res = await call(t.app, op.method, `${url}${query}`, {
-              key: p.orgA.admin.key,
-              ...(body !== undefined ? { body, headers: { 'content-type': contentType } } : {}),
-            });
+            const res = await send(
+              op,
+              `${url}${query}`,
+              body !== undefined ? { body, headers: { 'content-type': contentType } } : {},
+            );
             checkAnswer(res, `${op.method} ${url}${query} ${body === undefined ? '' : body.slice(0, 300)}`);
           },
         ),
@@ -395,10 +449,7 @@ describe('generated hostile input on every route', () => {
         const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) =>
           name === 'organization_uid' ? p.orgA.uid : value,
         );
-        const res = await call(t.app, op.method, url, {
-          key: p.orgA.admin.key,
-          ...(['POST', 'PUT', 'PATCH'].includes(op.method) ? { body: {} } : {}),
-        });
+        const res = await send(op, url, ['POST', 'PUT', 'PATCH'].includes(op.method) ? { body: {} } : {});
         checkAnswer(res, `${op.method} ${url}`);
       }
     }
@@ -412,7 +463,7 @@ describe('generated hostile input on every route', () => {
       for (const path of leafPaths(base)) {
         for (const [label, value] of FIELD_CLASSES) {
           const body = replaced(base, path, value);
-          const res = await call(t.app, op.method, url, { key: p.orgA.admin.key, body });
+          const res = await send(op, url, { body });
           sent++;
           const what = `${op.method} ${op.path} ${path.join('.')}=${label}`;
           checkAnswer(res, what);
@@ -448,8 +499,7 @@ describe('generated hostile input on every route', () => {
         ]),
       ];
       for (const [label, body] of bodies) {
-        const res = await call(t.app, op.method, url, {
-          key: p.orgA.admin.key,
+        const res = await send(op, url, {
           body,
           headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },
         });
@@ -527,10 +577,11 @@ describe('generated hostile input on every route', () => {
       const url = op.path.replace(/\{([^}]+)\}/g, (_, name: string) => pathValue(name, op));
       for (const param of op.parameters.filter((x) => x.in === 'query')) {
         for (const value of classes) {
-          const res = await call(t.app, op.method, `${url}?${new URLSearchParams({ [param.name]: value })}`, {
-            key: p.orgA.admin.key,
-            ...(['POST', 'PUT', 'PATCH'].includes(op.method) ? { body: example(op.body ?? {}) ?? {} } : {}),
-          });
+          const res = await send(
+            op,
+            `${url}?${new URLSearchParams({ [param.name]: value })}`,
+            ['POST', 'PUT', 'PATCH'].includes(op.method) ? { body: example(op.body ?? {}) ?? {} } : {},
+          );
           const what = `${op.method} ${op.path}?${param.name}=${value.slice(0, 20)}`;
           checkAnswer(res, what);
           if (value.includes('\u0000') && res.status === 400 && res.body.code === 'invalid_parameter') {
