@@ -24,6 +24,7 @@ import {
 } from './platform/http/route-rules.ts';
 import { schemaCompiler } from './platform/http/validation.ts';
 import { registerJsonParser } from './platform/http/json-body.ts';
+import { registerCheckOrder } from './platform/http/check-order.ts';
 import { lazySharedSerializers } from './platform/http/serialization.ts';
 import { resolveMembership } from './platform/http/context.ts';
 import { ErrorBody } from './platform/http/schemas.ts';
@@ -382,6 +383,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       else if (credential.kind === 'session') sessionActivity.mark(credential.uid);
     },
   });
+  // Before idempotency's own preHandler: a failed body is answered after authorization and existence.
+  registerCheckOrder(app);
   await app.register(idempotencyPlugin, { db: deps.database.db });
   // `organization_uid` is accepted on every route (applyQueryRules); naming an organization the caller
   // is not a member of is refused the same way everywhere, also where the route does not use it.

@@ -511,11 +511,15 @@ describe('POST /api/metrics/values/{context_type}/{entity_uid}', () => {
       await postValue(p.orgA.admin.key, 'ORGANIZATION', MISSING, { ...body, metric_uid: orgMetric }),
       404,
     );
-    // orgB's own party metric and party are out of reach from orgA as well.
+    // orgB's own party metric and party are out of reach from orgA as well: the party the path names is
+    // checked first.
     expectErrorBody(
       await postValue(p.orgA.admin.key, 'PARTY', partyB, { ...body, metric_uid: foreignPartyMetric }),
-      422,
+      404,
+      'not_found',
     );
+    // And so is a body that is not valid at all.
+    expectErrorBody(await postValue(p.orgA.admin.key, 'PARTY', partyB, { value: 'x' }), 404, 'not_found');
   });
 
   it("422 for a metric_uid the organization does not have (another organization's too) and for an inactive one", async () => {

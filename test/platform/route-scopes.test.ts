@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { scopeRuleProblems, UNSCOPED_ROUTES, type RouteAccess } from '../../src/platform/http/route-rules.ts';
+import { isAdminOnly, type Scope } from '../../src/platform/http/scopes.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -115,5 +116,130 @@ describe("the app's routes", () => {
       }
     }
     expect(problems).toEqual([]);
+  });
+});
+
+describe('the order of checks: authorization and existence before the body', () => {
+  /** A body no route's schema accepts: every body is an object (a few an object or an array). */
+  const BAD_BODY = '"not an object"';
+  const send = (method: string, url: string, key: string) =>
+    call(t.app, method, url, { key, body: BAD_BODY, headers: { 'content-type': 'application/json' } });
+
+  /** Every /api route with a JSON body schema that takes a credential, as the OpenAPI document lists them. */
+  async function routesWithBodies() {
+    const doc = (await call(t.app, 'GET', '/api/openapi.json')).body as {
+      paths: Record<string, Record<string, { requestBody?: { content?: Record<string, unknown> } }>>;
+    };
+    const scopes = new Map(
+      t.app.routeList.map((r) => [`${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r.scope]),
+    );
+    return Object.entries(doc.paths).flatMap(([path, methods]) =>
+      Object.entries(methods)
+        .filter(([, op]) => op.requestBody?.content?.['application/json'] !== undefined)
+        .map(([method]) => ({
+          method: method.toUpperCase(),
+          path,
+          scope: scopes.get(`${method.toUpperCase()} ${path}`),
+        }))
+        .filter((r) => r.path.startsWith('/api/') && r.scope !== undefined),
+    );
+  }
+
+  /** The path with orgA as its organization and `entity` for every other parameter. */
+  const fill = (path: string, entity: () => string, organizationUid = p.orgA.uid) =>
+    path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      if (name === 'organization_uid') return organizationUid;
+      if (name === 'context_type') return 'PARTY';
+      if (name === 'metric_uid') return 'no_such_metric';
+      return entity();
+    });
+
+  it('an entity that is not there (or is another organization’s) with a bad body: 404, on every route whose path names one', async () => {
+    const routes = (await routesWithBodies()).filter((r) => /\{(?!organization_uid\})\w+\}/.test(r.path));
+    expect(routes.length).toBeGreaterThan(25);
+    const problems: string[] = [];
+    for (const route of routes) {
+      const res = await send(
+        route.method,
+        fill(route.path, () => crypto.randomUUID()),
+        p.orgA.admin.key,
+      );
+      if (res.status !== 404 || res.body?.code !== 'not_found')
+        problems.push(`${route.method} ${route.path}: ${res.status} ${res.raw.slice(0, 160)}`);
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('another organization named in the path, a key without the scope, a member on an admin-only route: 403 before the body', async () => {
+    const routes = await routesWithBodies();
+    const member = p.orgA.member.key;
+    const problems: string[] = [];
+    for (const route of routes) {
+      const uid = crypto.randomUUID();
+      const expectations: [string, string, string][] = [
+        [
+          fill(route.path, () => uid),
+          await p.keyWithScopes(route.scope === 'search:read' ? ['api_keys:read'] : ['search:read']),
+          'missing_scope',
+        ],
+      ];
+      if (route.path.includes('{organization_uid}'))
+        expectations.push([fill(route.path, () => uid, p.orgB.uid), p.orgA.admin.key, 'not_a_member']);
+      if (isAdminOnly(route.scope as Scope))
+        expectations.push([fill(route.path, () => uid), member, 'missing_scope']);
+      for (const [url, key, code] of expectations) {
+        const res = await send(route.method, url, key);
+        if (res.status !== 403 || res.body?.code !== code)
+          problems.push(`${route.method} ${url} (${code}): ${res.status} ${res.raw.slice(0, 160)}`);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('another organization’s approval policy, webhook endpoint and metric entity with a bad body: 404', async () => {
+    const orgB = p.orgB.admin.key;
+    const policy = await call(t.app, 'POST', '/api/approval-policies', {
+      key: orgB,
+      body: { name: 'B policy', approver_roles: ['admin'] },
+    });
+    expect(policy.status, policy.raw).toBe(201);
+    const party = await call(t.app, 'POST', '/api/parties', {
+      key: orgB,
+      body: { name: 'B client', role: 'client' },
+    });
+    expect(party.status, party.raw).toBe(201);
+    const endpoint = await call(t.app, 'POST', `/api/organization/${p.orgB.uid}/webhook-endpoints`, {
+      key: orgB,
+      body: { url: 'http://127.0.0.1:9/hook' },
+    });
+    expect(endpoint.status, endpoint.raw).toBe(201);
+    const admin = p.orgA.admin.key;
+    for (const [method, url] of [
+      ['PATCH', `/api/approval-policies/${policy.body.data.uid}`],
+      ['POST', `/api/metrics/values/PARTY/${party.body.data.uid}`],
+      ['PATCH', `/api/organization/${p.orgA.uid}/webhook-endpoints/${endpoint.body.data.uid}`],
+    ] as const) {
+      expectErrorBody(await send(method, url, admin), 404, 'not_found');
+    }
+    // Another organization's endpoint under its own organization's path: not a member.
+    expectErrorBody(
+      await send(
+        'PATCH',
+        `/api/organization/${p.orgB.uid}/webhook-endpoints/${endpoint.body.data.uid}`,
+        admin,
+      ),
+      403,
+      'not_a_member',
+    );
+    // The caller's own entity with the same body: the body's 422.
+    const own = await call(t.app, 'POST', '/api/approval-policies', {
+      key: admin,
+      body: { name: 'A policy', approver_roles: ['admin'] },
+    });
+    expectErrorBody(
+      await send('PATCH', `/api/approval-policies/${own.body.data.uid}`, admin),
+      422,
+      'validation_failed',
+    );
   });
 });

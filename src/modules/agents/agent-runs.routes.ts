@@ -23,6 +23,7 @@ import {
   StartRunBody,
 } from './agent-runs.schemas.ts';
 import * as runs from './agent-runs.service.ts';
+import { getAgentRow } from './agents.service.ts';
 import { AgentUidParams } from './agents.schemas.ts';
 import { listNotifications } from './notifications.service.ts';
 
@@ -42,7 +43,11 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: StartRunBody,
         response: { 202: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'invalid_state'],
+        exists: (ctx, { agent_uid }) => getAgentRow(db, ctx, agent_uid!),
+      },
     },
     async (request, reply) => {
       const run = await runs.startRun(
@@ -184,7 +189,11 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: ClaimRunBody,
         response: { 200: ClaimEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'run_claimed'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'invalid_state', 'run_claimed'],
+        exists: (ctx, { run_uid }) => runs.getRun(db, ctx, run_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -204,7 +213,11 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: HeartbeatBody,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'invalid_state', 'claim_mismatch'],
+        exists: (ctx, { run_uid }) => runs.getRun(db, ctx, run_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -225,7 +238,11 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: CompleteRunBody,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'invalid_state', 'claim_mismatch'],
+        exists: (ctx, { run_uid }) => runs.getRun(db, ctx, run_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -245,7 +262,11 @@ export async function agentRunRoutes(app: App, deps: AppDeps) {
         body: FailRunBody,
         response: { 200: AgentRunEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['not_found', 'invalid_state', 'claim_mismatch'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'invalid_state', 'claim_mismatch'],
+        exists: (ctx, { run_uid }) => runs.getRun(db, ctx, run_uid!),
+      },
     },
     async (request) =>
       envelope(

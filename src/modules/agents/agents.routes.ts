@@ -22,6 +22,7 @@ import {
   PatchAgentBody,
 } from './agents.schemas.ts';
 import * as service from './agents.service.ts';
+import { getTask } from '../work-tasks/work-tasks.service.ts';
 
 export async function agentRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
@@ -102,7 +103,11 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 200: AgentEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'agents:write', errors: ['not_found', 'bad_gateway', 'gateway_timeout'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['not_found', 'bad_gateway', 'gateway_timeout'],
+        exists: (ctx, { agent_uid }) => service.getAgentRow(db, ctx, agent_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -123,7 +128,11 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 201: WorkTaskEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'work_tasks:write', errors: ['not_found'] },
+      config: {
+        scope: 'work_tasks:write',
+        errors: ['not_found'],
+        exists: (ctx, { agent_uid }) => service.getAgentRow(db, ctx, agent_uid!),
+      },
     },
     async (request, reply) => {
       const task = await raiseAgentApproval(
@@ -153,7 +162,14 @@ export async function agentRoutes(app: App, deps: AppDeps) {
         response: { 200: WorkTaskEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { scope: 'work_tasks:write', errors: ['not_found', 'already_resolved'] },
+      config: {
+        scope: 'work_tasks:write',
+        errors: ['not_found', 'already_resolved'],
+        exists: async (ctx, { agent_uid, task_uid }) => {
+          await service.getAgentRow(db, ctx, agent_uid!);
+          await getTask(db, ctx, task_uid!);
+        },
+      },
     },
     async (request) => {
       const task = await reviseAgentApproval(

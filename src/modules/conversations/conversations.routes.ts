@@ -99,7 +99,11 @@ export async function conversationRoutes(app: App, deps: AppDeps) {
         response: { 201: MessageEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.MESSAGE,
-      config: { scope: 'email:write', errors: ['not_found'] },
+      config: {
+        scope: 'email:write',
+        errors: ['not_found'],
+        exists: (ctx, { conversation_uid }) => service.getConversation(db, ctx, conversation_uid!),
+      },
     },
     async (request, reply) => {
       const message = await service.addMessage(

@@ -10,6 +10,7 @@ import {
   VoidCreditNoteBody,
 } from './credit-notes.schemas.ts';
 import * as service from './credit-notes.service.ts';
+import { moneyTargetExists } from './invoice-exists.ts';
 import { InvoiceParams } from './invoices.schemas.ts';
 
 /** Credit notes against an invoice (docs/invoices.md#payments-refunds-and-credit-notes). */
@@ -49,7 +50,12 @@ export async function creditNoteRoutes(app: App, deps: AppDeps) {
         body: CreateCreditNoteBody,
         response: { 201: CreditNoteChangeEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['forbidden', 'not_found', 'invalid_state'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['forbidden', 'not_found', 'invalid_state'],
+        exists: (ctx, { uid, credit_note_uid }) =>
+          moneyTargetExists(db, ctx, uid!, { creditNoteUid: credit_note_uid }),
+      },
     },
     async (request, reply) => {
       const data = await service.createCreditNote(
@@ -74,7 +80,12 @@ export async function creditNoteRoutes(app: App, deps: AppDeps) {
         body: VoidCreditNoteBody,
         response: { 200: CreditNoteChangeEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['forbidden', 'not_found', 'invalid_state'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['forbidden', 'not_found', 'invalid_state'],
+        exists: (ctx, { uid, credit_note_uid }) =>
+          moneyTargetExists(db, ctx, uid!, { creditNoteUid: credit_note_uid }),
+      },
       // The reason is optional, and so is the body: none at all is {}.
       preValidation: async (request) => {
         request.body ??= {};

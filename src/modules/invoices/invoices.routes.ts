@@ -25,6 +25,7 @@ import {
   UpdateInvoiceBody,
 } from './invoices.schemas.ts';
 import * as service from './invoices.service.ts';
+import { commentExists, invoiceExists } from './invoice-exists.ts';
 import { listStatusHistory } from './invoice-lifecycle.service.ts';
 import { pageLinks, pageMeta, pageRequest } from '../../platform/http/pagination.ts';
 
@@ -100,6 +101,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
       bodyLimit: BODY_LIMITS.LARGE,
       config: {
         ...write,
+        exists: (ctx, { uid }) => invoiceExists(db, ctx, uid!),
         errors: [
           'forbidden',
           'approval_limit_exceeded',
@@ -141,7 +143,11 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['not_found', 'approval_limit_exceeded'] },
+      config: {
+        ...write,
+        errors: ['not_found', 'approval_limit_exceeded'],
+        exists: (ctx, { uid }) => invoiceExists(db, ctx, uid!),
+      },
     },
     async (request) => {
       const body = request.body;
@@ -169,7 +175,11 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 200: LineItemsEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['not_found', 'approval_limit_exceeded'] },
+      config: {
+        ...write,
+        errors: ['not_found', 'approval_limit_exceeded'],
+        exists: (ctx, { uid }) => invoiceExists(db, ctx, uid!),
+      },
     },
     async (request) => {
       const body = request.body;
@@ -196,7 +206,7 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: CommentBody,
         response: { 201: CommentEnvelope, ...errorResponses },
       },
-      config: { ...write, errors: ['not_found'] },
+      config: { ...write, errors: ['not_found'], exists: (ctx, { uid }) => invoiceExists(db, ctx, uid!) },
     },
     async (request, reply) => {
       const comment = await service.addComment(
@@ -221,7 +231,11 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PatchCommentBody,
         response: { 200: CommentEnvelope, ...errorResponses },
       },
-      config: { ...write, errors: ['forbidden', 'not_found'] },
+      config: {
+        ...write,
+        errors: ['forbidden', 'not_found'],
+        exists: (ctx, { uid, comment_uid }) => commentExists(db, ctx, uid!, comment_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -282,7 +296,11 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         body: PaymentBody,
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
-      config: { ...write, errors: ['not_found', 'invalid_state'] },
+      config: {
+        ...write,
+        errors: ['not_found', 'invalid_state'],
+        exists: (ctx, { uid }) => invoiceExists(db, ctx, uid!),
+      },
     },
     async (request, reply) => {
       const invoice = await service.addPayment(

@@ -17,6 +17,7 @@ import {
   VoidPaymentBody,
 } from './payments.schemas.ts';
 import * as service from './payments.service.ts';
+import { moneyTargetExists } from './invoice-exists.ts';
 
 /** Payments: an invoice's list, the organization's list, refunds and voids (docs/invoices.md). */
 export async function paymentRoutes(app: App, deps: AppDeps) {
@@ -82,7 +83,11 @@ export async function paymentRoutes(app: App, deps: AppDeps) {
         body: RefundBody,
         response: { 201: RefundEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['forbidden', 'not_found', 'invalid_state'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['forbidden', 'not_found', 'invalid_state'],
+        exists: (ctx, { uid, payment_uid }) => moneyTargetExists(db, ctx, uid!, { paymentUid: payment_uid }),
+      },
     },
     async (request, reply) => {
       const data = await service.refundPayment(
@@ -108,7 +113,11 @@ export async function paymentRoutes(app: App, deps: AppDeps) {
         body: VoidPaymentBody,
         response: { 200: PaymentChangeEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['forbidden', 'not_found', 'invalid_state'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['forbidden', 'not_found', 'invalid_state'],
+        exists: (ctx, { uid, payment_uid }) => moneyTargetExists(db, ctx, uid!, { paymentUid: payment_uid }),
+      },
     },
     async (request) =>
       envelope(

@@ -24,6 +24,7 @@ import {
   ValueUidParams,
 } from './metrics.schemas.ts';
 import * as service from './metrics.service.ts';
+import type { ContextType } from './metrics.service.ts';
 
 export async function metricRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
@@ -133,7 +134,11 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: PatchMetricBody,
         response: { 200: MetricEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write', errors: ['not_found'] },
+      config: {
+        scope: 'metrics:write',
+        errors: ['not_found'],
+        exists: (ctx, { metric_uid }) => service.getMetric(db, ctx, metric_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -158,7 +163,12 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: CreateValueBody,
         response: { 200: ValueEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write', errors: ['not_found', 'already_exists'] },
+      config: {
+        scope: 'metrics:write',
+        errors: ['not_found', 'already_exists'],
+        exists: (ctx, { context_type, entity_uid }) =>
+          service.valueEntityExists(db, ctx, context_type as ContextType, entity_uid!),
+      },
     },
     async (request) =>
       envelope(
@@ -184,7 +194,11 @@ export async function metricRoutes(app: App, deps: AppDeps) {
         body: PatchValueBody,
         response: { 200: ValueEnvelope, ...errorResponses },
       },
-      config: { scope: 'metrics:write', errors: ['not_found'] },
+      config: {
+        scope: 'metrics:write',
+        errors: ['not_found'],
+        exists: (ctx, { value_uid }) => service.valueExists(db, ctx, value_uid!),
+      },
     },
     async (request) =>
       envelope(

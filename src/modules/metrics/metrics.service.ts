@@ -20,7 +20,7 @@ import {
  */
 export { markMetricsStale } from './metric-presets.service.ts';
 
-type ContextType = repo.DefinitionRow['contextType'];
+export type ContextType = repo.DefinitionRow['contextType'];
 type TimeUnit = repo.ValueRow['timeUnit'];
 
 /** A path segment of the values routes (`/api/metrics/values/…`), so never a metric uid. */
@@ -202,6 +202,23 @@ const ENTITY_NAMES: Record<ContextType, string> = {
  * exist in the organization (404 otherwise, as for any uid the caller cannot see); one row per
  * (entity, metric, time unit, date), held by a unique index so concurrent posts leave one row.
  */
+/** The entity a value is recorded for, in the call's organization (else 404): checked before the body. */
+export async function valueEntityExists(
+  db: Db,
+  ctx: RequestContext,
+  contextType: ContextType,
+  entityUid: string,
+): Promise<void> {
+  if (!(await repo.entityExists(db, ctx.organizationUid, contextType, entityUid))) {
+    throw notFound(ENTITY_NAMES[contextType]);
+  }
+}
+
+/** A value of any organization the caller belongs to (else 404): checked before the body. */
+export async function valueExists(db: Db, ctx: RequestContext, uid: string): Promise<void> {
+  if (!(await repo.findValue(db, memberOrganizationUids(ctx), uid))) throw notFound('Metric value');
+}
+
 export async function createValue(
   db: Db,
   ctx: RequestContext,
@@ -209,6 +226,8 @@ export async function createValue(
   entityUid: string,
   body: CreateValueBodyT,
 ): Promise<ValueView> {
+  // The entity the path names first: another organization's is 404 whatever the body says.
+  await valueEntityExists(db, ctx, contextType, entityUid);
   const definition = await repo.findDefinition(db, ctx.organizationUid, body.metric_uid);
   if (!definition) {
     throw new AppError('validation_failed', `No metric "${body.metric_uid}" in this organization`, [
@@ -230,9 +249,6 @@ export async function createValue(
     );
   }
   const timezone = timeZoneOf(body.timezone) ?? 'UTC';
-  if (!(await repo.entityExists(db, ctx.organizationUid, contextType, entityUid))) {
-    throw notFound(ENTITY_NAMES[contextType]);
-  }
   const timeUnit = body.time_unit ?? 'day';
   try {
     const value = await repo.insertValue(db, {

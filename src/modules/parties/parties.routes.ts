@@ -65,7 +65,11 @@ export async function partyRoutes(app: App, deps: AppDeps) {
         body: PatchPartyBody,
         response: { 200: PartyEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['not_found'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['not_found'],
+        exists: (ctx, { uid }) => service.getParty(db, ctx, uid!),
+      },
     },
     async (request) =>
       envelope(

@@ -52,7 +52,11 @@ export async function memberRoutes(app: App, deps: AppDeps) {
         body: ChangeRoleBody,
         response: { 200: MemberEnvelope, ...errorResponses },
       },
-      config: { scope: 'members:write', errors: ['not_found', 'invalid_state'] },
+      config: {
+        scope: 'members:write',
+        errors: ['not_found', 'invalid_state'],
+        exists: (ctx, { user_uid }) => service.memberExists(db, ctx, user_uid!),
+      },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);

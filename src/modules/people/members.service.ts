@@ -73,6 +73,12 @@ async function keepAnAdmin(tx: DbOrTx, organizationUid: string, userUid: string)
 }
 
 /** Admins only. The role changes at once: the member's next request acts with it (users.auth_version). */
+/** What changing a member needs before its body is read: an admin, and the member (else 404). */
+export async function memberExists(db: Db, ctx: RequestContext, userUid: string): Promise<void> {
+  requireAdmin(ctx);
+  if (!(await tenancy.findMembership(db, ctx.organizationUid, userUid))) throw notFound('Member');
+}
+
 export async function changeMemberRole(
   db: Db,
   ctx: RequestContext,

@@ -67,7 +67,11 @@ export async function productRoutes(app: App, deps: AppDeps) {
         body: PatchProductBody,
         response: { 200: ProductEnvelope, ...errorResponses },
       },
-      config: { scope: 'invoices:write', errors: ['not_found', 'already_exists'] },
+      config: {
+        scope: 'invoices:write',
+        errors: ['not_found', 'already_exists'],
+        exists: (ctx, { uid }) => service.getProduct(db, ctx, uid!),
+      },
     },
     async (request) =>
       envelope(

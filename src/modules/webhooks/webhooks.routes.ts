@@ -112,7 +112,11 @@ export async function webhookRoutes(app: App, deps: AppDeps) {
         body: UpdateEndpointBody,
         response: { 200: EndpointEnvelope, ...errorResponses },
       },
-      config: { scope: 'webhooks:write', errors: ['not_found'] },
+      config: {
+        scope: 'webhooks:write',
+        errors: ['not_found'],
+        exists: (ctx, { uid }) => service.endpointOrThrow(db, ctx, uid!),
+      },
     },
     async (request) => {
       const ctx = request.tenant(request.params.organization_uid);

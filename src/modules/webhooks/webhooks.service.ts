@@ -281,7 +281,8 @@ export async function listEndpoints(db: Db, ctx: RequestContext, page: PageReque
   return { items: items.map((row) => toEndpointView(row)), total };
 }
 
-async function endpointOrThrow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
+/** An endpoint of the call's organization, else 404 (also what a change checks before its body). */
+export async function endpointOrThrow(db: DbOrTx, ctx: RequestContext, uid: string, forUpdate = false) {
   const row = await repo.findEndpoint(db, ctx.organizationUid, uid, { forUpdate });
   if (!row) throw notFound('Webhook endpoint');
   return row;

@@ -94,7 +94,11 @@ export async function approvalPolicyRoutes(app: App, deps: AppDeps) {
         body: UpdatePolicyBody,
         response: { 200: PolicyEnvelope, ...errorResponses },
       },
-      config: { scope: 'agents:write', errors: ['forbidden', 'not_found'] },
+      config: {
+        scope: 'agents:write',
+        errors: ['forbidden', 'not_found'],
+        exists: (ctx, { uid }) => service.policyExists(db, ctx, uid!),
+      },
     },
     async (request) => {
       const ctx = request.tenant(request.query.organization_uid);

@@ -180,6 +180,12 @@ export async function listPolicies(db: Db, ctx: RequestContext, page: PageReques
 }
 
 /** Partial: only the fields sent change; the result is checked as a whole. Pending tasks keep their copy. */
+/** What changing a policy needs before its body is read: an admin, and the policy (else 404). */
+export async function policyExists(db: Db, ctx: RequestContext, uid: string): Promise<void> {
+  requireAdmin(ctx);
+  if (!(await repo.findPolicy(db, ctx.organizationUid, uid))) throw notFound('Approval policy');
+}
+
 export async function updatePolicy(
   db: Db,
   ctx: RequestContext,

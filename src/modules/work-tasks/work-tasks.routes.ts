@@ -130,6 +130,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
       bodyLimit: BODY_LIMITS.LARGE,
       config: {
         scope: 'work_tasks:write',
+        exists: (ctx, { task_uid }) => service.getTask(db, ctx, task_uid!),
         errors: [
           'not_found',
           'already_resolved',
