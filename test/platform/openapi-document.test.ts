@@ -196,6 +196,35 @@ describe('the OpenAPI document’s headers', () => {
     expect(doc.paths['/api/auth/sign-in']!.post!.security).toEqual([]);
   });
 
+  it('every scoped operation names its scope under bearerAuth; the others the document-wide credentials or none', () => {
+    const scopes = new Map(
+      t.app.routeList.map((r) => [`${r.method} ${r.url.replace(/:(\w+)/g, '{$1}')}`, r.scope]),
+    );
+    const bad: string[] = [];
+    for (const { name, op } of operations) {
+      if (!name.includes(' /api/')) continue;
+      const scope = scopes.get(name);
+      const isPublic = Array.isArray(op.security) && op.security.length === 0;
+      if (scope) {
+        const expected = [{ bearerAuth: [scope] }, { sessionCookie: [] }];
+        if (JSON.stringify(op.security) !== JSON.stringify(expected))
+          bad.push(`${name}: ${JSON.stringify(op.security)}`);
+      } else if (!isPublic && op.security !== undefined && !name.includes(' /api/invitations/')) {
+        // (The invitation routes take credentials optionally, and list so themselves.)
+        bad.push(`${name} (no scope): ${JSON.stringify(op.security)}`);
+      }
+    }
+    expect(bad).toEqual([]);
+    expect(doc.paths['/api/organization/{organization_uid}/settings']!.patch!.security).toEqual([
+      { bearerAuth: ['organization:write'] },
+      { sessionCookie: [] },
+    ]);
+    expect(doc.paths['/api/organization/{organization_uid}/settings']!.get!.security).toEqual([
+      { bearerAuth: ['organization:read'] },
+      { sessionCookie: [] },
+    ]);
+  });
+
   it('Retry-After on every 429', () => {
     const with429 = operations.filter(({ op }) => op.responses['429']);
     expect(with429.length).toBeGreaterThan(90);

@@ -48,7 +48,7 @@ const NO_IDEMPOTENCY_KEY = 'x-remit-no-idempotency';
 
 /**
  * A public route (`config.public`: no credential is read, no rate limit) says so with `security: []`
- * unless its schema says otherwise; a wildcard route's last segment becomes `{key}`. The route's error
+ * unless its schema says otherwise; a scoped route (`config.scope`) lists its scope under `bearerAuth`; a wildcard route's last segment becomes `{key}`. The route's error
  * codes (`errorCodesOf`) ride along for `documentHeaders`, which turns them into its error answers.
  */
 export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
@@ -65,6 +65,12 @@ export const documentRoute: SwaggerTransform = ({ schema, url, route }) => {
     ...(route.config?.idempotency === 'none' ? { [NO_IDEMPOTENCY_KEY]: true } : {}),
   };
   if (route.config?.public && documented.security === undefined) documented = { ...documented, security: [] };
+  // A scoped route names its scope: a key needs it (OpenAPI 3.1 lists required roles of any scheme
+  // this way); a sign-in session has no scopes, its role decides (docs/authentication.md#scopes).
+  const scope = route.config?.scope;
+  if (typeof scope === 'string' && documented.security === undefined) {
+    documented = { ...documented, security: [{ bearerAuth: [scope] }, { sessionCookie: [] }] };
+  }
   if (!url.endsWith('/*')) return { schema: documented, url };
   return {
     url: `${url.slice(0, -1)}:${WILDCARD_PARAMETER}`,
