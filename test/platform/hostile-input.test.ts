@@ -133,6 +133,13 @@ beforeAll(async () => {
   );
   // Real entities, so that generated requests reach the handlers and services, not only the 404s.
   uids.party = await post('/api/parties', { name: 'Fuzz Client', role: 'client' });
+  uids.product = await post('/api/products', {
+    sku: 'FUZZ-1',
+    name: 'Fuzz product',
+    context_type: 'PRODUCT',
+    unit_price: 100,
+    currency: 'USD',
+  });
   uids.invoice = await post('/api/invoices', {
     invoice_type: 'ACCOUNTS_RECEIVABLE',
     invoice_number: 'FUZZ-1',
@@ -173,6 +180,9 @@ async function send(op: Operation, url: string, options: Omit<CallOptions, 'key'
   return res;
 }
 
+/** Whether the path names an entity (a parameter other than the organization). */
+const namesEntity = (path: string) => /\{(?!organization_uid\})\w+\}/.test(path);
+
 /** A real uid for a path parameter where one fits, else a random one. */
 function pathValue(name: string, op: Operation): string {
   if (name === 'organization_uid') return p.orgA.uid;
@@ -180,6 +190,7 @@ function pathValue(name: string, op: Operation): string {
   if (name === 'metric_uid') return 'fuzz_metric';
   if (op.path.startsWith('/api/invoices/') && name === 'uid') return uids.invoice!;
   if (op.path.startsWith('/api/parties/')) return uids.party!;
+  if (op.path.startsWith('/api/products/')) return uids.product!;
   if (name === 'task_uid') return uids.task!;
   if (name === 'agent_uid') return uids.agent!;
   if (name === 'conversation_uid') return uids.conversation!;
@@ -467,7 +478,9 @@ describe('generated hostile input on every route', () => {
           sent++;
           const what = `${op.method} ${op.path} ${path.join('.')}=${label}`;
           checkAnswer(res, what);
-          if ((label === 'NUL' || label === 'lone surrogate') && res.status !== 413) {
+          // A path naming an entity that is not there answers 404 before the body (docs/errors.md).
+          const missing = res.status === 404 && res.body.code === 'not_found' && namesEntity(op.path);
+          if ((label === 'NUL' || label === 'lone surrogate') && res.status !== 413 && !missing) {
             expect(res.status, `${what}: ${res.raw.slice(0, 300)}`).toBe(422);
             expect(res.body.code, what).toBe('validation_failed');
           }
