@@ -389,6 +389,11 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   // `organization_uid` is accepted on every route (applyQueryRules); naming an organization the caller
   // is not a member of is refused the same way everywhere, also where the route does not use it.
   app.addHook('preHandler', (request, _reply, done) => {
+    // After a failed validation the query may be unvalidated: check-order.ts validates it, then checks.
+    if (request.validationError) {
+      done();
+      return;
+    }
     const explicit = (request.query as { organization_uid?: string } | undefined)?.organization_uid;
     if (explicit && request.principal) {
       try {

@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { RequestContext } from './context.ts';
 import { resolveMembership } from './context.ts';
 import { assertUrlParts } from './validation.ts';
@@ -19,31 +19,42 @@ declare module 'fastify' {
 /**
  * Authorization and existence come before the body's validation on every route. Fastify validates the
  * body before any preHandler, so /api routes with a body schema keep a failed validation on the request
- * (`attachValidation`) instead of answering it; the first preHandler then answers a failure of the path
- * or query as before, and for a failure of the body first checks what a valid body would meet: the
+ * (`attachValidation`) instead of answering it; the route's first preHandler then answers a failure of
+ * the path or query as before, and for a failure of the body first checks what a valid body would meet: the
  * query string (which Fastify leaves unvalidated after a bad body), an explicit `organization_uid`, the
  * caller's role for the route's scope and the organization's second-factor rule (`request.tenant`),
- * and the route's `exists` — then answers the 422. A valid request pays for one property read.
+ * and the route's `exists` — then answers the 422. (The global preHandler that checks an explicit
+ * `organization_uid`, src/app.ts, leaves a request with a failed validation to this one.)
  */
 export function registerCheckOrder(app: FastifyInstance): void {
   app.addHook('onRoute', (route: RouteOptions) => {
-    if (route.url.startsWith('/api/') && route.schema?.body !== undefined) route.attachValidation = true;
+    if (!route.url.startsWith('/api/') || route.schema?.body === undefined) return;
+    route.attachValidation = true;
+    // First of the route's own preHandlers (idempotency's come after); routes without a body schema,
+    // most reads among them, pay nothing.
+    const own = route.preHandler === undefined ? [] : [route.preHandler].flat();
+    route.preHandler = [answerFailedValidation, ...own] as typeof route.preHandler;
   });
-  app.addHook('preHandler', (request, _reply, done) => {
-    const failed = request.validationError as (Error & { validationContext?: string }) | undefined;
-    if (!failed) {
-      done();
-      return;
-    }
-    if (failed.validationContext !== 'body') {
-      done(failed);
-      return;
-    }
-    checksBeforeBody(request).then(
-      () => done(failed),
-      (error: unknown) => done(error as Error),
-    );
-  });
+}
+
+function answerFailedValidation(
+  request: FastifyRequest,
+  _reply: FastifyReply,
+  done: (error?: Error) => void,
+): void {
+  const failed = request.validationError as (Error & { validationContext?: string }) | undefined;
+  if (!failed) {
+    done();
+    return;
+  }
+  if (failed.validationContext !== 'body') {
+    done(failed);
+    return;
+  }
+  checksBeforeBody(request).then(
+    () => done(failed),
+    (error: unknown) => done(error as Error),
+  );
 }
 
 async function checksBeforeBody(request: FastifyRequest): Promise<void> {
