@@ -42,6 +42,28 @@ describe('security headers on every response', () => {
     expect(res.headers['strict-transport-security']).toBeUndefined();
   });
 
+  it('API answers are not to be stored, the new key above all; a route with its own policy keeps it', async () => {
+    const made = await plain.app.inject({
+      method: 'POST',
+      url: '/api/api-keys',
+      headers: { authorization: `Bearer ${p.orgA.admin.key}` },
+      payload: { name: 'shown once', organization_uid: p.orgA.uid },
+    });
+    expect(made.statusCode).toBe(200);
+    expect(made.json().data.key).toEqual(expect.any(String));
+    expect(made.headers['cache-control']).toBe('no-store');
+    for (const url of ['/api/me', '/api/no-such-route']) {
+      const res = await plain.app.inject({
+        method: 'GET',
+        url,
+        headers: { authorization: `Bearer ${p.orgA.admin.key}` },
+      });
+      expect(res.headers['cache-control']).toBe('no-store');
+    }
+    const docs = await plain.app.inject({ method: 'GET', url: '/docs/' });
+    expect(docs.headers['cache-control']).not.toBe('no-store');
+  });
+
   it('the docs page satisfies the policy: every script is a same-origin file, no inline code', async () => {
     const res = await plain.app.inject({ method: 'GET', url: '/docs/' });
     expect(res.statusCode).toBe(200);

@@ -3,7 +3,8 @@ import cors from '@fastify/cors';
 import helmet, { type HelmetOptions } from 'helmet';
 
 /**
- * The browser-facing defaults (docs/security.md#http-headers): helmet's headers with a
+ * The browser-facing defaults (docs/security.md#http-headers): `Cache-Control: no-store` on the API's
+ * answers unless a route sets its own, helmet's headers with a
  * Content-Security-Policy that the API docs (/docs, Swagger UI) and the console (same-origin scripts
  * and styles) satisfy; HSTS only on requests that arrived over HTTPS (directly, or per
  * `X-Forwarded-Proto` from a proxy trusted by TRUST_PROXY), since a browser must never be told to
@@ -39,6 +40,11 @@ export async function registerSecurityHeaders(
   });
   app.addHook('onSend', (request, reply, payload, done) => {
     reply.headers(headers);
+    // API answers are one caller's data and some carry a secret shown once (a new key, a webhook
+    // signing secret, a TOTP seed): no cache or proxy may keep them. Routes with a policy of their own
+    // (the PDF's revalidated ETag) keep it.
+    if (request.url.startsWith('/api/') && !reply.hasHeader('cache-control'))
+      reply.header('Cache-Control', 'no-store');
     if (request.protocol === 'https')
       reply.header('Strict-Transport-Security', 'max-age=31536000; includeSubDomains');
     done(null, payload);
