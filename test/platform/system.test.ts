@@ -7,7 +7,7 @@ import { rawQuery } from '../../src/platform/db/client.ts';
 import { buildApp } from '../../src/app.ts';
 import { loggerOptions } from '../../src/platform/logging.ts';
 import { CONSOLE_PREFIX, EMAILED_LINK_PAGES } from '../../src/platform/http/console.ts';
-import { STATEMENT_TIMEOUT_MS } from '../helpers/test-database.ts';
+import { STATEMENT_TIMEOUT_MS, adminQuery } from '../helpers/test-database.ts';
 
 let t: TestApp;
 let p: Principals;
@@ -29,6 +29,31 @@ describe('health', () => {
     const res = await call(t.app, 'GET', '/readyz');
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ status: 'ok' });
+  });
+});
+
+describe('GET /readyz while the database is down', () => {
+  it('is 503 service_unavailable in the one error body, with its request id', async () => {
+    const down = await createTestApp();
+    const name = down.databaseUrl ? new URL(down.databaseUrl).pathname.slice(1) : undefined;
+    try {
+      if (name) {
+        // PostgreSQL: no new connection is let in and the app's open ones are cut, as in an outage.
+        await adminQuery(`alter database "${name}" with allow_connections false`);
+        await adminQuery(
+          `select pg_terminate_backend(pid) from pg_stat_activity where datname = '${name}' and pid <> pg_backend_pid()`,
+        );
+      } else {
+        await down.database.pglite!.close();
+      }
+      const res = await call(down.app, 'GET', '/readyz');
+      expectErrorBody(res, 503, 'service_unavailable');
+      expect(res.body.message).toMatch(/database/);
+      expect(res.body.request_id).toEqual(res.headers['x-request-id']);
+    } finally {
+      if (name) await adminQuery(`alter database "${name}" with allow_connections true`);
+      await down.close().catch(() => undefined);
+    }
   });
 });
 

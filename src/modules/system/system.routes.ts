@@ -1,5 +1,6 @@
 import { Type } from 'typebox';
 import type { App, AppDeps } from '../../platform/http/types.ts';
+import { AppError } from '../../platform/http/errors.ts';
 import { ErrorRef } from '../../platform/http/schemas.ts';
 
 export async function systemRoutes(app: App, deps: AppDeps) {
@@ -49,17 +50,14 @@ export async function systemRoutes(app: App, deps: AppDeps) {
       },
       config: { public: true },
     },
-    async (_request, reply) => {
+    async () => {
       try {
         await deps.database.ping();
         return { status: 'ok' as const };
       } catch {
-        return reply.code(503).send({
-          status: 'error',
-          status_code: 503,
-          message: 'The database is not answering',
-          code: 'service_unavailable',
-        });
+        // Thrown, not sent: the error handler writes the one error body with its request id (a body sent
+        // here without one failed its own response schema and went out as a 500).
+        throw new AppError('service_unavailable', 'The database is not answering');
       }
     },
   );
