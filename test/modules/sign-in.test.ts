@@ -505,6 +505,30 @@ describe('emailed links', () => {
       'token_used',
     );
   });
+
+  it('a link replaced by a newer one is not valid (never "already used"); the newer one works', async () => {
+    const email = p.orgA.member.email;
+    for (const [ask, path, confirm, body] of [
+      ['/api/auth/sign-in-link', '/sign-in-link', '/api/auth/sign-in-link/confirm', {}],
+      [
+        '/api/auth/password-reset',
+        '/reset-password',
+        '/api/auth/password-reset/confirm',
+        { password: PASSWORD },
+      ],
+    ] as const) {
+      expect((await call(t.app, 'POST', ask, { body: { email } })).status).toBe(202);
+      const older = emailedToken(t, email, path);
+      expect((await call(t.app, 'POST', ask, { body: { email } })).status).toBe(202);
+      const newer = emailedToken(t, email, path);
+      expect(newer).not.toBe(older);
+      const replaced = await call(t.app, 'POST', confirm, { body: { token: older, ...body } });
+      expectErrorBody(replaced, 400, 'invalid_token');
+      expect(replaced.body.message).toMatch(/not valid; ask for a new one/);
+      const used = await call(t.app, 'POST', confirm, { body: { token: newer, ...body } });
+      expect(used.status, used.raw).toBe(200);
+    }
+  });
 });
 
 describe('TOTP second factor', () => {

@@ -187,11 +187,14 @@ export async function insertToken(db: DbOrTx, values: typeof userTokens.$inferIn
   await db.insert(userTokens).values(values);
 }
 
-/** Every unused token of that kind for the user stops working (a new link replaces the old). */
-export async function expireUserTokens(db: DbOrTx, userUid: string, kind: 'password_reset' | 'sign_in_link') {
+/**
+ * Every unused token of that kind for the user stops working (a new link replaces the old). Removed,
+ * not marked used: a replaced link then answers `invalid_token` ("not valid; ask for a new one"), never
+ * "already used" to a person who never used it.
+ */
+export async function dropUnusedTokens(db: DbOrTx, userUid: string, kind: 'password_reset' | 'sign_in_link') {
   await db
-    .update(userTokens)
-    .set({ usedAt: sql`now()` })
+    .delete(userTokens)
     .where(and(eq(userTokens.userUid, userUid), eq(userTokens.kind, kind), isNull(userTokens.usedAt)));
 }
 

@@ -262,7 +262,7 @@ export async function setPassword(deps: SignInDeps, userUid: string, email: stri
     deps.database.db.transaction(async (tx) => {
       await repo.updateCredentials(tx, userUid, { passwordHash, passwordChangedAt: new Date() });
       await repo.revokeUserSessions(tx, userUid);
-      await repo.expireUserTokens(tx, userUid, 'password_reset');
+      await repo.dropUnusedTokens(tx, userUid, 'password_reset');
     }),
   );
 }
@@ -314,7 +314,7 @@ async function emailLink(
     kind === 'password_reset' ? deps.config.people.passwordResetTtlS : deps.config.people.signInLinkTtlS;
   await asService(() =>
     db.transaction(async (tx) => {
-      await repo.expireUserTokens(tx, user.uid, kind);
+      await repo.dropUnusedTokens(tx, user.uid, kind);
       await repo.insertToken(tx, {
         userUid: user.uid,
         kind,
