@@ -598,6 +598,33 @@ describe('TOTP second factor', () => {
     expect(await totpEnabled(signedIn)).toBe(false);
   });
 
+  it('turning it off is throttled as sign-in is: wrong codes and passwords lead to 429', async () => {
+    const email = p.orgA.member.email;
+    const browser = await signIn(t, email, PASSWORD);
+    const setup = await browser.call('POST', '/api/auth/totp/setup');
+    const secret = setup.body.data.secret as string;
+    expect(
+      (await browser.call('POST', '/api/auth/totp/enable', { body: { code: totpCode(secret) } })).status,
+    ).toBe(200);
+    const answers: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      const body = i % 2 === 0 ? { code: '000000' } : { password: 'not the password at all' };
+      answers.push((await browser.call('POST', '/api/auth/totp/disable', { body })).status);
+    }
+    // Five free failures, then the account's bucket is blocked for a growing while.
+    expect(answers.slice(0, 5)).toEqual([401, 401, 401, 401, 401]);
+    expect(answers).toContain(429);
+    const refused = await browser.call('POST', '/api/auth/totp/disable', { body: { password: PASSWORD } });
+    expectErrorBody(refused, 429, 'rate_limited');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0);
+    // Still on; once the wait is over the right password turns it off.
+    expect((await browser.call('GET', '/api/auth/session')).body.data.user.totp_enabled).toBe(true);
+    await clearSignInThrottle(t);
+    expect(
+      (await browser.call('POST', '/api/auth/totp/disable', { body: { password: PASSWORD } })).status,
+    ).toBe(200);
+  });
+
   it('an organization that requires it refuses its admins signed in without one', async () => {
     const admin = await signIn(t, p.orgA.admin.email, PASSWORD);
     const url = `/api/organization/${p.orgA.uid}/settings`;

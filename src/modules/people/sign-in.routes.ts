@@ -433,10 +433,13 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         ),
         response: { 200: Envelope(Done), ...errorResponses },
       },
-      config: { ...PERSONAL, errors: ['session_required', 'invalid_state', 'invalid_credentials'] },
+      config: {
+        ...PERSONAL,
+        errors: ['session_required', 'invalid_state', 'invalid_credentials', 'rate_limited'],
+      },
     },
     async (request) => {
-      await service.disableTotp(signIn, request.principal!, request.body);
+      await service.disableTotp(signIn, request.principal!, request.body, client(request));
       return envelope({ done: true }, 'Second factor off');
     },
   );

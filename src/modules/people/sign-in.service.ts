@@ -484,9 +484,14 @@ export async function disableTotp(
   deps: SignInDeps,
   principal: Principal,
   proof: { code?: string | undefined; password?: string | undefined },
+  client: ClientInfo,
 ) {
   requireSession(principal);
   const db = deps.database.db;
+  // Throttled as sign-in is, in the same buckets: a stolen session must not be a way to guess the
+  // code or the password without limit.
+  const buckets = [accountBucket(principal.user.email), addressBucket(client.ip)];
+  await assertNotThrottled(db, buckets);
   const user = await asService(() => repo.findSignInUser(db, { uid: principal.user.uid }));
   if (!user?.totpEnabledAt) throw new AppError('invalid_state', 'No second factor is on');
   let proven = false;
@@ -495,7 +500,11 @@ export async function disableTotp(
   } else if (proof.password) {
     proven = await verifyPassword(user.passwordHash, proof.password);
   }
-  if (!proven) throw new AppError('invalid_credentials', 'The code or password is not right');
+  if (!proven) {
+    await recordFailure(db, buckets);
+    throw new AppError('invalid_credentials', 'The code or password is not right');
+  }
+  await forgive(db, buckets[0]!);
   await asService(() =>
     repo.updateCredentials(db, user.uid, { totpSecret: null, totpEnabledAt: null, totpLastStep: null }),
   );
