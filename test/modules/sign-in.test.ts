@@ -598,6 +598,39 @@ describe('TOTP second factor', () => {
     expect(await totpEnabled(signedIn)).toBe(false);
   });
 
+  it('required admin MFA reads how the session was established: sessions opened without a code never pass', async () => {
+    const email = p.orgA.admin.email;
+    const url = `/api/organization/${p.orgA.uid}/settings`;
+    const passwordOnly = await signIn(t, email, PASSWORD);
+    const enabling = await signIn(t, email, PASSWORD);
+    expect((await passwordOnly.call('PATCH', url, { body: { require_admin_mfa: true } })).status).toBe(200);
+    try {
+      expectErrorBody(await passwordOnly.call('GET', '/api/parties'), 403, 'second_factor_required');
+      // TOTP turned on from another session: that session proved a code and acts; the other ends.
+      const setup = await enabling.call('POST', '/api/auth/totp/setup');
+      const secret = setup.body.data.secret as string;
+      const on = await enabling.call('POST', '/api/auth/totp/enable', { body: { code: totpCode(secret) } });
+      expect(on.status, on.raw).toBe(200);
+      expect((await enabling.call('GET', '/api/parties')).status).toBe(200);
+      expectErrorBody(await passwordOnly.call('GET', '/api/parties'), 401, 'unauthorized');
+
+      // A session opened with the password alone while TOTP was off stays password-only even when the
+      // credentials say TOTP is on now (turned on by any other way than from a session).
+      await t.db.execute(
+        sql`update user_credentials set totp_enabled_at = null where user_uid = ${p.orgA.admin.userUid}`,
+      );
+      const later = await signIn(t, email, PASSWORD);
+      await t.db.execute(
+        sql`update user_credentials set totp_enabled_at = now() where user_uid = ${p.orgA.admin.userUid}`,
+      );
+      expectErrorBody(await later.call('GET', '/api/parties'), 403, 'second_factor_required');
+      expect((await enabling.call('GET', '/api/parties')).status).toBe(200);
+    } finally {
+      await call(t.app, 'PATCH', url, { key: p.orgA.admin.key, body: { require_admin_mfa: false } });
+      await enabling.call('POST', '/api/auth/totp/disable', { body: { password: PASSWORD } });
+    }
+  });
+
   it('turning it off is throttled as sign-in is: wrong codes and passwords lead to 429', async () => {
     const email = p.orgA.member.email;
     const browser = await signIn(t, email, PASSWORD);

@@ -32,6 +32,8 @@ export interface SessionAuthRow {
       }[]
     | null;
   totp_enabled: boolean;
+  /** Whether the session itself was established with a second factor. */
+  second_factor: boolean;
 }
 
 /** One statement, as for a key (remit_authenticate_session, migration 0013). */
@@ -44,7 +46,7 @@ export async function findSessionForAuthentication(
   const rows = await withConnectionAsIs(() =>
     preparedQuery<SessionAuthRow>(
       database,
-      'remit_authenticate_session_v1',
+      'remit_authenticate_session_v2',
       'select * from remit_authenticate_session($1, $2, $3)',
       [tokenHash, knownVersion, idleSeconds],
     ),
@@ -185,6 +187,14 @@ export async function claimTotpStep(db: DbOrTx, userUid: string, step: number): 
 
 export async function insertToken(db: DbOrTx, values: typeof userTokens.$inferInsert) {
   await db.insert(userTokens).values(values);
+}
+
+/** The session now counts as established with a second factor (its person just proved one in it). */
+export async function markSecondFactor(db: DbOrTx, userUid: string, sessionUid: string) {
+  await db
+    .update(userSessions)
+    .set({ secondFactorAt: sql`now()` })
+    .where(and(eq(userSessions.userUid, userUid), eq(userSessions.uid, sessionUid)));
 }
 
 /**

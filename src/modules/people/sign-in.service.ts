@@ -81,8 +81,9 @@ export async function authenticateSession(
       scopes: null,
       user: principalUser(row),
       memberships,
-      // A user with TOTP gets sessions only with a code (signIn below), so every one of theirs has it.
-      secondFactor: row.totp_enabled,
+      // How this session was established, not whether the person has TOTP now: a password-only
+      // session opened before TOTP was turned on elsewhere must not pass for a second-factor one.
+      secondFactor: row.second_factor,
       totpEnabled: row.totp_enabled,
     },
   };
@@ -110,6 +111,7 @@ export async function openSession(
   userUid: string,
   method: SessionMethod,
   client: ClientInfo,
+  secondFactor: boolean,
 ): Promise<NewSession> {
   const { token, tokenHash } = newSecretToken();
   return asService(async () => {
@@ -122,6 +124,7 @@ export async function openSession(
       ipAddress: client.ip,
       userAgent: client.userAgent?.slice(0, 512) ?? null,
       method,
+      secondFactorAt: secondFactor ? new Date() : null,
     });
     return {
       token,
@@ -145,8 +148,8 @@ async function checkSecondFactor(
   deps: SignInDeps,
   user: repo.SignInUser,
   code: string | undefined,
-) {
-  if (!user.totpEnabledAt || !user.totpSecret) return;
+): Promise<boolean> {
+  if (!user.totpEnabledAt || !user.totpSecret) return false;
   if (!code) {
     throw new AppError('second_factor_missing', 'Enter the six-digit code from your authenticator app', [
       { field: 'totp_code', message: 'required for this account' },
@@ -158,6 +161,7 @@ async function checkSecondFactor(
       'The code is not right, or was already used; wait for the next one',
     );
   }
+  return true;
 }
 
 export interface PasswordSignIn {
@@ -181,8 +185,9 @@ export async function signInWithPassword(
     await recordFailure(db, buckets);
     throw invalidCredentials();
   }
+  let secondFactor: boolean;
   try {
-    await checkSecondFactor(db, deps, user, input.totpCode);
+    secondFactor = await checkSecondFactor(db, deps, user, input.totpCode);
   } catch (error) {
     if ((error as AppError).code === 'invalid_credentials') await recordFailure(db, buckets);
     throw error;
@@ -192,7 +197,7 @@ export async function signInWithPassword(
     const rehashed = await hashPassword(input.password);
     await asService(() => repo.updateCredentials(db, user.uid, { passwordHash: rehashed }));
   }
-  return openSession(deps, user.uid, 'password', client);
+  return openSession(deps, user.uid, 'password', client, secondFactor);
 }
 
 export async function signOut(database: Database, principal: Principal): Promise<void> {
@@ -288,7 +293,7 @@ export async function changePassword(
   await setPassword(deps, principal.user.uid, principal.user.email, input.newPassword);
   // Every session ended with the change; the one that made it goes on as a new one.
   return principal.credential.kind === 'session'
-    ? openSession(deps, principal.user.uid, 'password', client)
+    ? openSession(deps, principal.user.uid, 'password', client, principal.secondFactor === true)
     : null;
 }
 
@@ -394,8 +399,8 @@ export async function signInWithLink(
       const found = await repo.findSignInUser(tx, { uid: used.userUid });
       if (!found) throw linkRefused('unknown', 'sign-in');
       // In the link's transaction: on PGlite a statement outside it would wait for it to end.
-      await checkSecondFactor(tx, deps, found, totpCode);
-      return found;
+      const secondFactor = await checkSecondFactor(tx, deps, found, totpCode);
+      return { ...found, secondFactor };
     }),
   ).catch(async (error: unknown) => {
     if (['invalid_token', 'invalid_credentials'].includes((error as AppError).code)) {
@@ -403,7 +408,7 @@ export async function signInWithLink(
     }
     throw error;
   });
-  return openSession(deps, user.uid, 'sign_in_link', client);
+  return openSession(deps, user.uid, 'sign_in_link', client, user.secondFactor);
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -476,7 +481,15 @@ export async function enableTotp(deps: SignInDeps, principal: Principal, code: s
   if (!(await acceptTotpCode(db, deps, user, code))) {
     throw validationFailed('code', 'The code is not right; enter the current one from your app');
   }
-  await asService(() => repo.updateCredentials(db, user.uid, { totpEnabledAt: new Date() }));
+  // The session that proved the code goes on as a second-factor one; every other session of the
+  // person ends, so none opened with the password alone outlives the change.
+  await asService(() =>
+    db.transaction(async (tx) => {
+      await repo.updateCredentials(tx, user.uid, { totpEnabledAt: new Date() });
+      await repo.markSecondFactor(tx, user.uid, principal.credential.uid);
+      await repo.revokeUserSessions(tx, user.uid, principal.credential.uid);
+    }),
+  );
 }
 
 /** Turns TOTP off; needs a current code (or the password, for someone who lost the app). */

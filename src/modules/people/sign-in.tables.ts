@@ -37,6 +37,8 @@ export const userSessions = pgTable(
     ipAddress: text('ip_address'),
     userAgent: text('user_agent'),
     method: text('method', { enum: ['password', 'sign_in_link', 'invitation'] }).notNull(),
+    /** When its person proved a second factor in it (a code at sign-in, or turning TOTP on from it). */
+    secondFactorAt: timestamp('second_factor_at', { withTimezone: true }),
   },
   (t) => [
     uniqueIndex('user_sessions_token_hash_key').on(t.tokenHash),
