@@ -211,9 +211,11 @@ describe('GET and PATCH /api/me/preferences', () => {
     );
   });
 
-  it('needs no scope (it is about the caller), and a signed-in person sets it with the session', async () => {
+  it('a key needs account:read (a narrow one is refused), and a signed-in person sets it with the session', async () => {
     const scoped = await p.keyWithScopes(['invoices:read'], 'member');
-    expect((await call(t.app, 'GET', PREFS, { key: scoped })).status).toBe(200);
+    expectErrorBody(await call(t.app, 'GET', PREFS, { key: scoped }), 403, 'missing_scope');
+    const own = await p.keyWithScopes(['account:read'], 'member');
+    expect((await call(t.app, 'GET', PREFS, { key: own })).status).toBe(200);
     await setPasswordByEmail(t, p.orgA.member.email, 'a long enough password 42');
     const signedIn = await call(t.app, 'POST', '/api/auth/sign-in', {
       body: { email: p.orgA.member.email, password: 'a long enough password 42' },

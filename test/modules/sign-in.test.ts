@@ -361,21 +361,16 @@ describe('changing the password', () => {
     expect(back.status, back.raw).toBe(200);
   });
 
-  it('with an API key: the password changes, every session ends, and no token is answered', async () => {
+  it('not with an API key: 403 session_required, and the password and sessions stay as they were', async () => {
     const email = p.orgA.member.email;
     const browser = await signIn(t, email, PASSWORD);
-    const changed = await call(t.app, 'POST', '/api/auth/password', {
+    const refused = await call(t.app, 'POST', '/api/auth/password', {
       key: p.orgA.member.key,
       body: { current_password: PASSWORD, new_password: `${PASSWORD} by key` },
     });
-    expect(changed.status, changed.raw).toBe(200);
-    expect(changed.body.data).toEqual({ done: true, csrf_token: null });
-    expect(sessionCookieOf(changed)).toBeUndefined();
-    expectErrorBody(await browser.call('GET', '/api/me'), 401);
-    await call(t.app, 'POST', '/api/auth/password', {
-      key: p.orgA.member.key,
-      body: { current_password: `${PASSWORD} by key`, new_password: PASSWORD },
-    });
+    expectErrorBody(refused, 403, 'session_required');
+    expect((await browser.call('GET', '/api/me')).status).toBe(200);
+    expect((await signIn(t, email, PASSWORD)).cookie).toBeTruthy();
   });
 });
 
@@ -678,6 +673,59 @@ describe('TOTP second factor', () => {
     expect((await withCode.call('GET', '/api/parties')).status).toBe(200);
     await call(t.app, 'PATCH', url, { key: p.orgA.admin.key, body: { require_admin_mfa: false } });
     await withCode.call('POST', '/api/auth/totp/disable', { body: { password: PASSWORD } });
+  });
+});
+
+describe("the person's own account, through a key", () => {
+  it('sessions, sign-out, password and the second factor take a sign-in session; no key, whatever its scopes', async () => {
+    const narrow = await p.keyWithScopes(['invoices:read'], 'member');
+    const browser = await signIn(t, p.orgA.member.email, PASSWORD);
+    const session = (await browser.call('GET', '/api/auth/sessions')).body.data.items[0].uid as string;
+    const routes: [string, string, Record<string, unknown>?][] = [
+      ['GET', '/api/auth/sessions'],
+      ['DELETE', `/api/auth/sessions/${session}`],
+      ['POST', '/api/auth/sessions/revoke-all', {}],
+      ['POST', '/api/auth/sign-out'],
+      ['POST', '/api/auth/password', { current_password: PASSWORD, new_password: `${PASSWORD}-new` }],
+      ['POST', '/api/auth/totp/setup'],
+      ['POST', '/api/auth/totp/enable', { code: '123456' }],
+      ['POST', '/api/auth/totp/disable', { password: PASSWORD }],
+      ['GET', '/api/auth/session'],
+    ];
+    for (const key of [narrow, p.orgA.member.key, p.orgA.admin.key]) {
+      for (const [method, url, body] of routes) {
+        const res = await call(t.app, method, url, { key, ...(body ? { body } : {}) });
+        expectErrorBody(res, 403, 'session_required');
+      }
+    }
+    // Nothing was ended or changed: the session still works and the password is the same.
+    expect((await browser.call('GET', '/api/auth/sessions')).status).toBe(200);
+    expect((await signIn(t, p.orgA.member.email, PASSWORD)).cookie).toBeTruthy();
+  });
+
+  it('preferences take account:read / account:write (a session, or a full-access key, holds them)', async () => {
+    const narrow = await p.keyWithScopes(['invoices:read', 'invoices:write'], 'member');
+    const body = { approval_emails: false };
+    expectErrorBody(await call(t.app, 'GET', '/api/me/preferences', { key: narrow }), 403, 'missing_scope');
+    expectErrorBody(
+      await call(t.app, 'PATCH', '/api/me/preferences', { key: narrow, body }),
+      403,
+      'missing_scope',
+    );
+    const reader = await p.keyWithScopes(['account:read'], 'member');
+    expect((await call(t.app, 'GET', '/api/me/preferences', { key: reader })).status).toBe(200);
+    expectErrorBody(
+      await call(t.app, 'PATCH', '/api/me/preferences', { key: reader, body }),
+      403,
+      'missing_scope',
+    );
+    const before = await call(t.app, 'GET', '/api/me/preferences', { key: p.orgA.member.key });
+    expect(before.status).toBe(200);
+    const browser = await signIn(t, p.orgA.member.email, PASSWORD);
+    const changed = await browser.call('PATCH', '/api/me/preferences', {
+      body: { approval_emails: before.body.data.approval_emails as boolean },
+    });
+    expect(changed.status, changed.raw).toBe(200);
   });
 });
 

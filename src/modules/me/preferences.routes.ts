@@ -5,8 +5,9 @@ import { PatchPreferencesBody, PreferencesEnvelope, PreferencesQuery } from './p
 import * as service from './preferences.service.ts';
 
 /**
- * My preferences in an organization (`organization_uid`, else my default one). Like `GET /api/me`: any
- * key of mine or my session, no scope — they are about me, and reach nobody else's data.
+ * My preferences in an organization (`organization_uid`, else my default one): my session, or a key of
+ * mine holding `account:read` / `account:write` — a key scoped for invoices must not change how its
+ * person is asked for approvals.
  */
 export async function preferenceRoutes(app: App, deps: AppDeps) {
   const { db } = deps.database;
@@ -22,7 +23,7 @@ export async function preferenceRoutes(app: App, deps: AppDeps) {
         querystring: PreferencesQuery,
         response: { 200: PreferencesEnvelope, ...errorResponses },
       },
-      config: { errors: ['not_a_member'] },
+      config: { scope: 'account:read', errors: ['not_a_member'] },
     },
     async (request) =>
       envelope(
@@ -41,7 +42,7 @@ export async function preferenceRoutes(app: App, deps: AppDeps) {
         body: PatchPreferencesBody,
         response: { 200: PreferencesEnvelope, ...errorResponses },
       },
-      config: { errors: ['not_a_member'] },
+      config: { scope: 'account:write', errors: ['not_a_member'] },
     },
     async (request) =>
       envelope(

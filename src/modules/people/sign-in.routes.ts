@@ -58,6 +58,9 @@ const NO_STORE = 'no-store';
  */
 const PERSONAL = { idempotency: 'none' } as const;
 
+/** The person's own sign-in: a session only, never an API key (auth.ts, `sessionOnly`). */
+const OWN_SIGN_IN = { sessionOnly: true } as const;
+
 export async function signInRoutes(app: App, deps: AppDeps) {
   const signIn: service.SignInDeps = {
     database: deps.database,
@@ -121,11 +124,11 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sign-out',
     {
-      config: PERSONAL,
+      config: { ...PERSONAL, ...OWN_SIGN_IN },
       schema: {
         operationId: 'signOut',
         tags,
-        summary: 'End this session and clear its cookie (with an API key: nothing to end)',
+        summary: 'End this session and clear its cookie (a sign-in session only)',
         response: { 200: Envelope(Done), ...errorResponses },
       },
     },
@@ -145,7 +148,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         summary: 'The current sign-in session and its anti-forgery token',
         response: { 200: Envelope(SignedIn), ...errorResponses },
       },
-      config: { errors: ['session_required', 'not_found'] },
+      config: { ...OWN_SIGN_IN, errors: ['not_found'] },
     },
     async (request, reply) => {
       const principal = request.principal!;
@@ -184,6 +187,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         summary: 'My sessions that are still open, newest first',
         response: { 200: Envelope(Type.Object({ items: Type.Array(Session) })), ...errorResponses },
       },
+      config: OWN_SIGN_IN,
     },
     async (request) =>
       envelope({ items: await service.listSessions(signIn, request.principal!) }, 'Sessions'),
@@ -199,7 +203,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         params: Type.Object({ uid: Uuid }),
         response: { 200: Envelope(Session), ...errorResponses },
       },
-      config: { errors: ['not_found'] },
+      config: { ...OWN_SIGN_IN, errors: ['not_found'] },
     },
     async (request) =>
       envelope(
@@ -211,7 +215,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
   app.post(
     '/api/auth/sessions/revoke-all',
     {
-      config: PERSONAL,
+      config: { ...PERSONAL, ...OWN_SIGN_IN },
       schema: {
         operationId: 'revokeAllSessions',
         tags,
@@ -250,7 +254,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
               csrf_token: Nullable(
                 Type.String({
                   description:
-                    "The new session's anti-forgery token (its cookie is set with this answer); send it as X-CSRF-Token from now on. null with an API key",
+                    "The new session's anti-forgery token (its cookie is set with this answer); send it as X-CSRF-Token from now on. never null (a sign-in session only)",
                 }),
               ),
             }),
@@ -258,7 +262,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
           ...errorResponses,
         },
       },
-      config: { ...PERSONAL, errors: ['invalid_credentials', 'rate_limited'] },
+      config: { ...PERSONAL, ...OWN_SIGN_IN, errors: ['invalid_credentials', 'rate_limited'] },
     },
     async (request, reply) => {
       const opened = await service.changePassword(
@@ -394,7 +398,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
           ...errorResponses,
         },
       },
-      config: { ...PERSONAL, errors: ['session_required', 'not_found', 'conflict'] },
+      config: { ...PERSONAL, ...OWN_SIGN_IN, errors: ['not_found', 'conflict'] },
     },
     async (request, reply) => {
       reply.header('Cache-Control', NO_STORE);
@@ -412,7 +416,7 @@ export async function signInRoutes(app: App, deps: AppDeps) {
         body: Type.Object({ code: TotpCode }, { additionalProperties: false }),
         response: { 200: Envelope(Done), ...errorResponses },
       },
-      config: { ...PERSONAL, errors: ['session_required', 'invalid_state', 'conflict'] },
+      config: { ...PERSONAL, ...OWN_SIGN_IN, errors: ['invalid_state', 'conflict'] },
     },
     async (request) => {
       await service.enableTotp(signIn, request.principal!, request.body.code);
@@ -435,7 +439,8 @@ export async function signInRoutes(app: App, deps: AppDeps) {
       },
       config: {
         ...PERSONAL,
-        errors: ['session_required', 'invalid_state', 'invalid_credentials', 'rate_limited'],
+        ...OWN_SIGN_IN,
+        errors: ['invalid_state', 'invalid_credentials', 'rate_limited'],
       },
     },
     async (request) => {

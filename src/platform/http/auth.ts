@@ -27,6 +27,12 @@ declare module 'fastify' {
     optionalAuth?: boolean;
     /** The scope a key must hold for this route. */
     scope?: Scope;
+    /**
+     * About the signed-in person's own sign-in (sessions, sign-out, password, second factor): a sign-in
+     * session only, never an API key, whatever its scopes — a key must not be a way to take over or
+     * lock out the person it belongs to. A key answers 403 `session_required`.
+     */
+    sessionOnly?: boolean;
   }
   interface FastifyRequest {
     principal: Principal | null;
@@ -177,6 +183,12 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
       principal.credential.kind === 'api_key' ? principal.credential.uid : `user:${principal.user.uid}`,
     );
 
+    if (config.sessionOnly && principal.credential.kind !== 'session') {
+      throw new AppError(
+        'session_required',
+        'This is done signed in as the person (a sign-in session), not with an API key',
+      );
+    }
     const scope = config.scope;
     if (scope && !keyAllows(principal.scopes, scope)) {
       throw new AppError('missing_scope', `This API key lacks the ${scope} scope`);

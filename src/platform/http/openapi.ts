@@ -517,6 +517,7 @@ export interface RouteErrorSource {
         public?: boolean;
         optionalAuth?: boolean;
         scope?: string;
+        sessionOnly?: boolean;
         errors?: readonly ErrorCode[];
         idempotency?: string;
       }
@@ -570,6 +571,7 @@ export function errorCodesOf(route: RouteErrorSource): ErrorCode[] {
     // A scoped route acts in an organization (request.tenant): the key's scope, the role, the
     // organization's second-factor rule for admins.
     if (config.scope) add('missing_scope', 'second_factor_required');
+    if (config.sessionOnly) add('session_required');
     // idempotency.ts: a malformed key, a key still running, a key used with another body.
     if (method === 'POST' && config.idempotency !== 'none') {
       add('invalid_parameter', 'idempotency_key_in_use', 'idempotency_key_reused');

@@ -22,6 +22,8 @@ export const SCOPES = [
   'members:write',
   'webhooks:read',
   'webhooks:write',
+  'account:read',
+  'account:write',
 ] as const;
 
 export type Scope = (typeof SCOPES)[number];
@@ -63,6 +65,8 @@ export const SCOPE_DESCRIPTIONS: Readonly<Record<Scope, string>> = {
   'members:write': 'Invite people, change roles, remove members',
   'webhooks:read': 'Read webhook endpoints, their deliveries and the event list',
   'webhooks:write': 'Register, change and remove webhook endpoints, rotate secrets, send tests, resend',
+  'account:read': "Read the key's own person's preferences (approval emails)",
+  'account:write': "Change the key's own person's preferences",
 };
 
 /** Held by admins only: a member's key never grants these (docs/authentication.md#roles). */
