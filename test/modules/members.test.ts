@@ -8,6 +8,7 @@ import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
 import { commonRouteChecks } from '../helpers/route-checks.ts';
+import { setPasswordByEmail, signIn } from '../helpers/people.ts';
 
 /**
  * Members (docs/people.md#members-and-invitations): the list with last activity, role changes and
@@ -245,6 +246,57 @@ describe('PATCH /api/organization/{organization_uid}/members/{user_uid}', () => 
 });
 
 describe('DELETE /api/organization/{organization_uid}/members/{user_uid}', () => {
+  it("keeps the person's default organization where it is across removal and re-adding; the last removal ends their sessions", async () => {
+    const first = await freshOrganization();
+    const second = await freshOrganization();
+    const person = await addUser(first.uid, 'member');
+    await addUserToOrganization(t.db, t.config.apiKeyPepper, {
+      organizationUid: second.uid,
+      email: person.email,
+      role: 'member',
+    });
+    const password = 'a long enough password 42';
+    await setPasswordByEmail(t, person.email, password);
+    const browser = await signIn(t, person.email, password);
+    const me = async () => {
+      const res = await browser.call('GET', '/api/me');
+      expect(res.status, res.raw).toBe(200);
+      return res.body.data as {
+        default_organization_uid: string;
+        memberships: { organization_uid: string; is_default: boolean }[];
+      };
+    };
+    expect((await me()).default_organization_uid).toBe(first.uid);
+
+    // Removed from the default one: the other becomes the default, said so on the membership itself.
+    expect(
+      (await call(t.app, 'DELETE', member(first.uid, person.userUid), { key: first.admin.key })).status,
+    ).toBe(200);
+    expect(await me()).toMatchObject({
+      default_organization_uid: second.uid,
+      memberships: [{ organization_uid: second.uid, is_default: true }],
+    });
+    // Joining again adds a membership and leaves the default as it is.
+    await addUserToOrganization(t.db, t.config.apiKeyPepper, {
+      organizationUid: first.uid,
+      email: person.email,
+      role: 'member',
+    });
+    const back = await me();
+    expect(back.default_organization_uid).toBe(second.uid);
+    expect(back.memberships.find((m) => m.organization_uid === first.uid)?.is_default).toBe(false);
+
+    // Removed from one of two: the session goes on; from the last: every session of theirs ends.
+    expect(
+      (await call(t.app, 'DELETE', member(second.uid, person.userUid), { key: second.admin.key })).status,
+    ).toBe(200);
+    expect((await me()).default_organization_uid).toBe(first.uid);
+    expect(
+      (await call(t.app, 'DELETE', member(first.uid, person.userUid), { key: first.admin.key })).status,
+    ).toBe(200);
+    expectErrorBody(await browser.call('GET', '/api/me'), 401, 'unauthorized');
+  });
+
   it('removes the member: their keys here die at once, their open tasks are unassigned with a log entry', async () => {
     const org = await freshOrganization();
     const person = await addUser(org.uid, 'member', 'Leaving Person');
