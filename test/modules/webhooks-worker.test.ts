@@ -2,7 +2,8 @@ import crypto from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Webhook } from 'standardwebhooks';
 import { rawQuery } from '../../src/platform/db/client.ts';
-import { emitEvent } from '../../src/modules/webhooks/webhooks.service.ts';
+import { sql } from 'drizzle-orm';
+import { WEBHOOK_DELIVER_QUEUE, emitEvent } from '../../src/modules/webhooks/webhooks.service.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -82,6 +83,52 @@ describe('delivery by the workers', () => {
       'the retry',
     );
     expect(got[0]!.headers['webhook-id']).toBe(got[1]!.headers['webhook-id']);
+  });
+
+  it('enabling an endpoint again sends what waited for it at once, by jobs committed with the change', async () => {
+    const endpoint = await register('/waited');
+    // A delivery written while the endpoint was on, which it then stopped taking (disabled in the same
+    // transaction, so the job enqueued with the event finds nothing it may send).
+    const event = await t.db.transaction(async (tx) => {
+      const written = await emitEvent(
+        tx,
+        t.deps.jobs,
+        { organizationUid: p.orgA.uid },
+        'invoice.updated',
+        { type: 'invoice', uid: crypto.randomUUID() },
+        { n: 1 },
+      );
+      await tx.execute(sql`update webhook_endpoints set enabled = false where uid = ${endpoint.uid}`);
+      return written;
+    });
+    const jobsOf = (state: string) =>
+      rawQuery<{ n: number }>(
+        t.db,
+        `select count(*)::int as n from pgboss.job j join webhook_deliveries d on d.uid::text = j.data->>'delivery_uid'
+          where j.name = $1 and d.endpoint_uid = $2 and j.state::text = $3`,
+        [WEBHOOK_DELIVER_QUEUE, endpoint.uid, state],
+      ).then(([row]) => row!.n);
+    await until(async () => (await jobsOf('completed')) === 1, "the first job's skip");
+    expect(await jobsOf('created')).toBe(0);
+
+    const enabled = await call(
+      t.app,
+      'PATCH',
+      `/api/organization/${p.orgA.uid}/webhook-endpoints/${endpoint.uid}`,
+      {
+        key: p.orgA.admin.key,
+        body: { enabled: true },
+      },
+    );
+    expect(enabled.status, enabled.raw).toBe(200);
+    // The job exists as the change commits (not a minute later from the sweep) …
+    expect((await jobsOf('created')) + (await jobsOf('active')) + (await jobsOf('completed'))).toBe(2);
+    // … and the delivery arrives by it.
+    const [got] = await until(
+      async () => receiver.on('/waited').length > 0 && receiver.on('/waited'),
+      'the waiting delivery',
+    );
+    expect(got!.headers['webhook-id']).toBe(event.uid);
   });
 
   it('events of one entity arrive in the order they were written', async () => {

@@ -244,6 +244,45 @@ const claimable = (at: string) => sql`${webhookDeliveries.status} in ('pending',
                      and earlier.entity_uid = ${webhookDeliveries.entityUid}
                      and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`;
 
+/**
+ * An endpoint enabled again: its waiting deliveries that are first of their entity (the others follow
+ * each as the one before it settles) go now, whatever retry time they had; returned to be enqueued.
+ */
+export async function releaseWaitingOfEndpoint(
+  db: DbOrTx,
+  organizationUid: string,
+  endpointUid: string,
+  now: Date,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  const at = now.toISOString();
+  const heads = db
+    .select({ uid: webhookDeliveries.uid })
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.organizationUid, organizationUid),
+        eq(webhookDeliveries.endpointUid, endpointUid),
+        inArray(webhookDeliveries.status, ['pending', 'failed']),
+        sql`not exists (select 1 from ${webhookDeliveries} earlier
+                         where earlier.endpoint_uid = ${webhookDeliveries.endpointUid}
+                           and earlier.entity_type = ${webhookDeliveries.entityType}
+                           and earlier.entity_uid = ${webhookDeliveries.entityUid}
+                           and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`,
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.id))
+    .limit(limit);
+  return db
+    .update(webhookDeliveries)
+    .set({
+      nextAttemptAt: sql`least(${webhookDeliveries.nextAttemptAt}, ${at}::timestamptz)`,
+      updatedAt: sql`now()`,
+    })
+    .where(and(eq(webhookDeliveries.organizationUid, organizationUid), inArray(webhookDeliveries.uid, heads)))
+    .returning();
+}
+
 /** Deliveries of every organization that could be claimed now, oldest first (the sweep's work list). */
 export async function dueDeliveries(db: DbOrTx, now: Date, limit: number): Promise<{ uid: string }[]> {
   return db

@@ -319,6 +319,14 @@ export async function updateEndpoint(
       }
     }
     const after = (await repo.updateEndpoint(tx, ctx.organizationUid, uid, values))!;
+    // Enabled again: what waited for it goes now, by jobs committed with the change, instead of at the
+    // minute's sweep (which still takes any past this bound).
+    if (after.enabled && !before.enabled) {
+      const now = new Date();
+      for (const delivery of await repo.releaseWaitingOfEndpoint(tx, ctx.organizationUid, uid, now, 500)) {
+        await enqueueDelivery(tx, options.jobs, delivery);
+      }
+    }
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,
       action: 'webhook_endpoint.updated',
