@@ -279,10 +279,15 @@ describe('invoices', () => {
       'invoice.updated',
       'invoice.status_changed',
     ]);
+    // The one payment object: as the payments list shows it (nothing changed either payment since).
+    const listed = (await request('GET', `/api/invoices/${invoice.uid}/payments`, undefined, admin(), 200))
+      .body.data.items;
+    expect(events[1]!.data.payment).toEqual(listed[0]);
+    expect(events[3]!.data.payment).toEqual(listed[1]);
     expect(events[1]!.data.payment).toMatchObject({
       invoice_uid: invoice.uid,
       amount_cents: 4_000,
-      created_by_user_uid: p.orgA.admin.userUid,
+      recorded_by: { user_uid: p.orgA.admin.userUid },
     });
     expect(events[1]!.data.invoice).toMatchObject({
       amount_paid_cents: 4_000,
@@ -363,6 +368,14 @@ describe('invoices', () => {
       refund: refunded.refund,
       payment: refunded.payment,
       invoice: refunded.invoice,
+    });
+    // payment.recorded and payment.refunded carry the same payment object, before and after the refund.
+    expect(events[3]!.data.payment).toEqual({
+      ...refunded.payment,
+      status: 'succeeded',
+      amount_refunded_cents: 0,
+      amount_net_cents: 9_000,
+      refunds: [],
     });
     expect(events[9]!.data.credit_note).toMatchObject({ uid: note.uid, status: 'void' });
     expect(events[9]!.data.invoice).toEqual(await getInvoice(invoice.uid));

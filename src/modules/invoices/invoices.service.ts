@@ -11,6 +11,7 @@ import {
   statusMoveValues,
 } from './invoice-lifecycle.service.ts';
 import { statusesTakingPayments, takesPayments } from './invoice-lifecycle.ts';
+import { paymentView } from './payment-views.ts';
 import { AppError, notFound, type FieldError } from '../../platform/http/errors.ts';
 import { findPartiesByUids } from '../parties/parties.service.ts';
 import { findProductsBySku } from '../products/products.service.ts';
@@ -131,17 +132,6 @@ async function noteReceivablesChange(tx: DbOrTx, jobs: Jobs, invoice: InvoiceVie
   if (invoice.invoice_type === 'ACCOUNTS_RECEIVABLE') {
     await markMetricsStale(tx, jobs, invoice.organization_uid);
   }
-}
-
-function toPaymentView(row: repo.PaymentRow) {
-  return {
-    uid: row.uid,
-    invoice_uid: row.invoiceUid,
-    amount_cents: row.amountCents,
-    paid_at: row.paidAt.toISOString(),
-    created_by_user_uid: row.createdByUserUid,
-    created_at: row.createdAt.toISOString(),
-  };
 }
 
 interface ResolvedLine {
@@ -995,7 +985,7 @@ export async function addPayment(
     const after = await viewOf(tx, updated);
     // The payment first, then what it did to the invoice (its amounts, and a move to paid).
     await emitEvent(tx, jobs, ctx, 'payment.recorded', invoiceEntity(after), {
-      payment: toPaymentView(payment),
+      payment: await paymentView(tx, row.organizationUid, row.uid, payment.uid, row.currency),
       invoice: after,
     });
     await emitInvoiceChange(tx, jobs, before, after);

@@ -9,80 +9,8 @@ import * as repo from './credits.repository.ts';
 import { visibleInOrganization } from './invoice-access.ts';
 import { changeInvoiceMoney } from './invoice-money.ts';
 import { getInvoiceRow, invoiceEntity, invoiceParent } from './invoices.service.ts';
+import { paymentView, paymentViews, toRefundView } from './payment-views.ts';
 import type { ListPaymentsQueryT, RefundBodyT, VoidPaymentBodyT } from './payments.schemas.ts';
-
-const personView = (p: repo.Person) => (p?.uid ? { user_uid: p.uid, full_name: p.fullName ?? '' } : null);
-
-function toRefundView({ refund, refundedBy }: repo.RefundWithPerson) {
-  return {
-    uid: refund.uid,
-    payment_uid: refund.paymentUid,
-    invoice_uid: refund.invoiceUid,
-    amount_cents: refund.amountCents,
-    reason: refund.reason,
-    refunded_by: personView(refundedBy),
-    created_at: refund.createdAt.toISOString(),
-  };
-}
-export type RefundView = ReturnType<typeof toRefundView>;
-
-/** What a payment adds to `amount_paid_cents`. */
-const netOf = (p: repo.PaymentRow) => (p.status === 'voided' ? 0 : p.amountCents - p.amountRefundedCents);
-
-function toPaymentView(row: repo.PaymentWithPeople, currency: string, refunds: RefundView[]) {
-  const { payment } = row;
-  return {
-    uid: payment.uid,
-    invoice_uid: payment.invoiceUid,
-    amount_cents: payment.amountCents,
-    currency,
-    paid_at: payment.paidAt.toISOString(),
-    recorded_by: personView(row.recordedBy),
-    created_at: payment.createdAt.toISOString(),
-    status: payment.status,
-    amount_refunded_cents: payment.amountRefundedCents,
-    amount_net_cents: netOf(payment),
-    refunds,
-    voided_at: payment.voidedAt?.toISOString() ?? null,
-    voided_by: personView(row.voidedBy),
-    void_reason: payment.voidReason,
-  };
-}
-export type PaymentView = ReturnType<typeof toPaymentView>;
-
-/** The payments' views with their refunds (one query for all refunds). */
-async function paymentViews(
-  db: DbOrTx,
-  organizationUid: string,
-  rows: (repo.PaymentWithPeople & { currency: string })[],
-): Promise<PaymentView[]> {
-  const refunds = await repo.listRefunds(
-    db,
-    organizationUid,
-    rows.map((r) => r.payment.uid),
-  );
-  const byPayment = new Map<string, RefundView[]>();
-  for (const refund of refunds) {
-    const list = byPayment.get(refund.refund.paymentUid) ?? [];
-    list.push(toRefundView(refund));
-    byPayment.set(refund.refund.paymentUid, list);
-  }
-  return rows.map((r) => toPaymentView(r, r.currency, byPayment.get(r.payment.uid) ?? []));
-}
-
-/** One payment as the lists show it, read again in the transaction that changed it. */
-async function paymentView(
-  tx: DbOrTx,
-  organizationUid: string,
-  invoiceUid: string,
-  uid: string,
-  currency: string,
-) {
-  const rows = await repo.listInvoicePayments(tx, organizationUid, invoiceUid);
-  const row = rows.find((r) => r.payment.uid === uid)!;
-  const [view] = await paymentViews(tx, organizationUid, [{ ...row, currency }]);
-  return view!;
-}
 
 /** `GET /api/invoices/{uid}/payments`: an invoice the caller may see (404 otherwise), oldest first. */
 export async function listInvoicePayments(db: Db, ctx: RequestContext, invoiceUid: string) {
