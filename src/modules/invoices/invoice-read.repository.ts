@@ -96,3 +96,30 @@ export async function readInvoiceView(
   );
   return { view: view!, row: invoice, assigneeUids: row.assignees };
 }
+
+const IS_ASSIGNED = `select exists (
+  select 1 from invoices i
+   where i.organization_uid = $1 and i.uid = $2
+     and (i.responsible = $4
+          or exists (select 1 from invoice_assignees a
+                      where a.organization_uid = i.organization_uid and a.invoice_uid = i.uid
+                        and a.user_uid = $3))) as assigned`;
+
+/**
+ * Whether the invoice is assigned to the user now (listed as an assignee, or responsible): a member's
+ * access to a held view, read from the database on every request (two primary-key probes).
+ */
+export async function isInvoiceAssignedTo(
+  database: Database,
+  organizationUid: string,
+  uid: string,
+  user: { uid: string; id: number },
+): Promise<boolean> {
+  const [row] = await preparedQuery<{ assigned: boolean }>(
+    database,
+    'remit_invoice_assigned_v1',
+    IS_ASSIGNED,
+    [organizationUid, uid, user.uid, user.id],
+  );
+  return row?.assigned === true;
+}

@@ -37,7 +37,8 @@ interface Entry {
  * - A read that started before any notification and ends after it is not stored (the generation moved).
  * - While notifications are not being received, nothing is served or stored.
  * - An entry lasts at most `ttlMs`, and only for the UTC day its overdue days were computed for.
- * - Access is checked on every request against the held row: the cache holds invoices, not answers.
+ * - The cache holds invoices, not answers: a member's access to a held view is read from the database
+ *   on every request (readInvoice), never from the held copy another server may have changed.
  */
 export class InvoiceViewCache implements ChannelListener {
   private generation = 0;

@@ -1,5 +1,5 @@
 import type { Database, Db, DbOrTx } from '../../platform/db/client.ts';
-import { readInvoiceView } from './invoice-read.repository.ts';
+import { isInvoiceAssignedTo, readInvoiceView } from './invoice-read.repository.ts';
 import type { InvoiceViewCache } from './invoice-view-cache.ts';
 import { isUniqueViolation } from '../../platform/db/errors.ts';
 import { memberOrganizationUids, roleIn, type RequestContext } from '../../platform/http/context.ts';
@@ -518,6 +518,7 @@ export async function readInvoice(
   cache?: InvoiceViewCache | null,
 ): Promise<InvoiceView> {
   let held = cache?.get(uid);
+  const wasHeld = held !== undefined;
   if (!held) {
     const readAt = cache?.mark();
     const found = await readInvoiceView(database, memberOrganizationUids(ctx), uid);
@@ -531,10 +532,19 @@ export async function readInvoice(
       if (readAt) cache!.set(uid, readAt, held);
     }
   }
-  // The same rule as every other path, checked on the row read (with its assignees), held or not.
-  if (!held || !mayRead(invoiceReader(ctx.principal), held, held.assigneeUids)) {
-    throw notFound('Invoice');
+  const reader = invoiceReader(ctx.principal);
+  if (!held) throw notFound('Invoice');
+  if (wasHeld && reader.memberOrganizationUids.includes(held.organizationUid)) {
+    // A member's access to a held view is read from the database, never from the held copy: another
+    // process's unassignment may not have reached this one's cache yet (the held view keeps the body,
+    // never the answer to "may this caller see it"). An admin sees every invoice of the organization.
+    if (!(await isInvoiceAssignedTo(database, held.organizationUid, uid, ctx.principal.user))) {
+      throw notFound('Invoice');
+    }
+    return held.view;
   }
+  // The same rule as every other path, checked on the row just read (with its assignees).
+  if (!mayRead(reader, held, held.assigneeUids)) throw notFound('Invoice');
   return held.view;
 }
 
