@@ -487,7 +487,7 @@ export async function createInvoice(
       await repo.replaceAssignees(tx, org, row.uid, assignees);
       const updated = await recompute(tx, row);
       // Any status may be given at creation; the history starts here (from null), and a payable created
-      // approved counts against the creator's approval limit.
+      // approved or past it is approved by its creator, with the same checks as the move (403).
       await recordStatusMove(tx, ctx, null, updated, { reason: 'created', note: body.status_note });
       await recordAuditEvents(tx, ctx, [
         {
