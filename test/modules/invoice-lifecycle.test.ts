@@ -555,6 +555,7 @@ describe('approval limits', () => {
         currency: 'USD',
         status: 'approved',
         tax_cents: 500_001,
+        responsible_user_uid: member.uid,
       },
     });
     expectErrorBody(res, 403, 'approval_limit_exceeded');
@@ -568,6 +569,51 @@ describe('approval limits', () => {
       'approved',
     );
     await setLimits({ roles: {} });
+  });
+
+  it('creating a payable approved or past it is approving it: the same rights, limits and segregation', async () => {
+    const post = (body: Record<string, unknown>, key: string) =>
+      call(t.app, 'POST', '/api/invoices', {
+        key,
+        body: { invoice_type: 'ACCOUNTS_PAYABLE', invoice_number: `L-${tag()}`, currency: 'USD', ...body },
+      });
+    await setLimits({ roles: { admin: 500_000 } });
+    for (const status of ['approved', 'registered', 'scheduled', 'paid']) {
+      // An admin below the total: refused as the move is.
+      const over = await post({ status, tax_cents: 500_001 }, p.orgA.admin.key);
+      expect((over.body as { details?: unknown }).details).toMatchObject({
+        limit_cents: 500_000,
+        role: 'admin',
+      });
+      expectErrorBody(over, 403, 'approval_limit_exceeded');
+      // A member who is not its responsible user: refused as the move is.
+      expectErrorBody(await post({ status, tax_cents: 100 }, p.orgA.member.key), 403, 'forbidden');
+      // Within the limit: created, the creator recorded as its approver.
+      const ok = await post({ status, tax_cents: 500_000 }, p.orgA.admin.key);
+      expect(ok.status, ok.raw).toBe(201);
+      expect(ok.body.data.status).toBe(status);
+      expect(ok.body.data.approved_by).not.toBeNull();
+      expect(ok.body.data.approval_date).toMatch(ISO);
+    }
+    await setLimits({ roles: {} });
+    // Up to in_review nothing is approved: a member creates it.
+    expect((await post({ status: 'in_review', tax_cents: 100 }, p.orgA.member.key)).status).toBe(201);
+    // Segregation of duties: whoever enters a payable cannot create it approved or past it, admin or not.
+    const sod = (on: boolean) =>
+      call(t.app, 'PATCH', `/api/organization/${p.orgA.uid}/settings`, {
+        key: p.orgA.admin.key,
+        body: { segregation_of_duties: on },
+      });
+    expect((await sod(true)).status).toBe(200);
+    try {
+      for (const status of ['approved', 'paid']) {
+        const res = await post({ status, tax_cents: 100 }, p.orgA.admin.key);
+        expect(expectErrorBody(res, 403, 'forbidden').message).toContain('Segregation of duties');
+      }
+      expect((await post({ status: 'received', tax_cents: 100 }, p.orgA.admin.key)).status).toBe(201);
+    } finally {
+      expect((await sod(false)).status).toBe(200);
+    }
   });
 
   it('receivables have no approval, and other moves of a payable ignore the limit', async () => {

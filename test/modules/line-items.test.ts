@@ -289,22 +289,19 @@ describe('POST /api/invoices/{uid}/line_items', () => {
     });
   });
 
-  it('amounts stay exact: a line over 1e13 cents or an invoice over 1e15 cents is 422, not a 500', async () => {
+  it('amounts stay exact: a line or an invoice over the one maximum (1e15 cents) is 422, not a 500', async () => {
     const inv = await newInvoice();
-    const huge = { context_type: 'PRODUCT', sku: 'WIDGET', quantity: 1_000_000_000, unit_price: 1e13 };
+    const huge = { context_type: 'PRODUCT', sku: 'WIDGET', quantity: 1_000_000_000, unit_price: 1e15 };
     expect(expectErrorBody(await addLines(inv.uid, huge), 422, 'validation_failed').errors?.[0]?.field).toBe(
       'quantity',
     );
     await expectUnchanged(inv);
-    const max = { context_type: 'PRODUCT', sku: 'WIDGET', unit_price: 1e13 };
-    expect(
-      (
-        await addLines(
-          inv.uid,
-          Array.from({ length: 100 }, () => max),
-        )
-      ).status,
-    ).toBe(200);
+    const over = { context_type: 'PRODUCT', sku: 'WIDGET', unit_price: 1e15 + 1 };
+    expect(expectErrorBody(await addLines(inv.uid, over), 422, 'validation_failed').errors?.[0]?.field).toBe(
+      'unit_price',
+    );
+    const half = { context_type: 'PRODUCT', sku: 'WIDGET', unit_price: 5e14 };
+    expect((await addLines(inv.uid, [half, half])).status).toBe(200);
     const full = await getInvoice(inv.uid);
     expect(full.subtotal_cents).toBe(1e15);
     expectErrorBody(
@@ -314,8 +311,45 @@ describe('POST /api/invoices/{uid}/line_items', () => {
     );
     expect(await getInvoice(inv.uid)).toEqual(full);
     const first = full.line_items[0];
-    expectErrorBody(await putLines(inv.uid, { uid: first.uid, quantity: 2 }), 422, 'validation_failed');
+    expectErrorBody(await putLines(inv.uid, { uid: first.uid, quantity: 3 }), 422, 'validation_failed');
     expect(await getInvoice(inv.uid)).toEqual(full);
+  });
+
+  it('one maximum for every amount: a maximal invoice takes its whole payment, refund and credit note', async () => {
+    const max = { context_type: 'PRODUCT', sku: 'WIDGET', unit_price: 1e15 };
+    const money = (url: string, body: unknown) => call(t.app, 'POST', url, { key: p.orgA.admin.key, body });
+    const inv = await newInvoice({ line_items: [max] });
+    expect(inv.total_cents).toBe(1e15);
+    // Over the maximum: 422 on the amount, as for any field.
+    for (const [url, body] of [
+      [`/api/invoices/${inv.uid}/payments`, { amount_cents: 1e15 + 1 }],
+      [`/api/invoices/${inv.uid}/credit-notes`, { amount_cents: 1e15 + 1, reason: 'duplicate' }],
+    ] as const) {
+      expect(expectErrorBody(await money(url, body), 422, 'validation_failed').errors?.[0]?.field).toBe(
+        'amount_cents',
+      );
+    }
+    // A first payment, then the last one of what is left (over the old 1e13 cap): paid.
+    expect((await money(`/api/invoices/${inv.uid}/payments`, { amount_cents: 1 })).status).toBe(201);
+    const last = await money(`/api/invoices/${inv.uid}/payments`, { amount_cents: 1e15 - 1 });
+    expect(last.status, last.raw).toBe(201);
+    const paid = await getInvoice(inv.uid);
+    expect(paid).toMatchObject({ status: 'paid', amount_paid_cents: 1e15, amount_remaining_cents: 0 });
+    // Its refund in full, then a credit note of the whole amount.
+    const payments = await call(t.app, 'GET', `/api/invoices/${inv.uid}/payments`, { key: p.orgA.admin.key });
+    const lastUid = payments.body.data.items.at(-1).uid;
+    const refund = await money(`/api/invoices/${inv.uid}/payments/${lastUid}/refund`, {
+      amount_cents: 1e15 - 1,
+      reason: 'returned',
+    });
+    expect(refund.status, refund.raw).toBe(201);
+    const other = await newInvoice({ line_items: [max] });
+    const note = await money(`/api/invoices/${other.uid}/credit-notes`, {
+      amount_cents: 1e15,
+      reason: 'duplicate',
+    });
+    expect(note.status, note.raw).toBe(201);
+    expect(note.body.data.invoice.amount_remaining_cents).toBe(0);
   });
 
   it('one bad item in a batch refuses the whole batch: nothing written, totals unchanged', async () => {
@@ -344,6 +378,36 @@ describe('POST /api/invoices/{uid}/line_items', () => {
     );
     // Every bad item is named, by its index in the batch.
     expect(body.errors?.map((e) => e.field)).toEqual(['[1].sku', '[3].sku']);
+    await expectUnchanged(before);
+  });
+
+  it('a schema error in one item of a batch names that field by index, on POST and PUT', async () => {
+    const inv = await newInvoice();
+    await addLines(inv.uid, { context_type: 'PRODUCT', sku: 'WIDGET' });
+    const before = await getInvoice(inv.uid);
+    const good = { context_type: 'PRODUCT', sku: 'HOUR' };
+    const res = await addLines(inv.uid, [good, good, { ...good, quantity: -1 }, { ...good, nope: 1 }]);
+    const body = expectErrorBody(res, 422, 'validation_failed');
+    expect(body.errors?.map((e) => e.field)).toContain('[2].quantity');
+    expect(body.errors?.find((e) => e.field === '[2].quantity')?.message).toMatch(/integer/);
+    expect(JSON.stringify(body)).not.toContain('must be an object or an array');
+    // The single item keeps its own field names; PUT's batch names its items the same way.
+    const single = expectErrorBody(
+      await addLines(inv.uid, { ...good, quantity: 1.5 }),
+      422,
+      'validation_failed',
+    );
+    expect(single.errors?.map((e) => e.field)).toEqual(['quantity']);
+    const uid = before.line_items[0].uid;
+    const put = expectErrorBody(
+      await putLines(inv.uid, [{ uid }, { uid, unit_price: 'x' }]),
+      422,
+      'validation_failed',
+    );
+    expect(put.errors?.map((e) => e.field)).toEqual(['[1].unit_price']);
+    // Neither an object nor an array: the union as a whole.
+    const neither = expectErrorBody(await addLines(inv.uid, 5), 422, 'validation_failed');
+    expect(neither.errors?.[0]?.message).toContain('an object or an array');
     await expectUnchanged(before);
   });
 
@@ -554,6 +618,36 @@ describe('PUT /api/invoices/{uid}/line_items', () => {
     );
     expect(await getInvoice(other.uid)).toEqual(other);
     expectErrorBody(await putLines(mine.uid, { quantity: 9 }), 422, 'validation_failed');
+  });
+
+  it('a schema error in one item of a batch names that field by index, on POST and PUT', async () => {
+    const inv = await newInvoice();
+    await addLines(inv.uid, { context_type: 'PRODUCT', sku: 'WIDGET' });
+    const before = await getInvoice(inv.uid);
+    const good = { context_type: 'PRODUCT', sku: 'HOUR' };
+    const res = await addLines(inv.uid, [good, good, { ...good, quantity: -1 }, { ...good, nope: 1 }]);
+    const body = expectErrorBody(res, 422, 'validation_failed');
+    expect(body.errors?.map((e) => e.field)).toContain('[2].quantity');
+    expect(body.errors?.find((e) => e.field === '[2].quantity')?.message).toMatch(/integer/);
+    expect(JSON.stringify(body)).not.toContain('must be an object or an array');
+    // The single item keeps its own field names; PUT's batch names its items the same way.
+    const single = expectErrorBody(
+      await addLines(inv.uid, { ...good, quantity: 1.5 }),
+      422,
+      'validation_failed',
+    );
+    expect(single.errors?.map((e) => e.field)).toEqual(['quantity']);
+    const uid = before.line_items[0].uid;
+    const put = expectErrorBody(
+      await putLines(inv.uid, [{ uid }, { uid, unit_price: 'x' }]),
+      422,
+      'validation_failed',
+    );
+    expect(put.errors?.map((e) => e.field)).toEqual(['[1].unit_price']);
+    // Neither an object nor an array: the union as a whole.
+    const neither = expectErrorBody(await addLines(inv.uid, 5), 422, 'validation_failed');
+    expect(neither.errors?.[0]?.message).toContain('an object or an array');
+    await expectUnchanged(before);
   });
 
   it('400 for a bad uuid, 404 for an unknown invoice', async () => {

@@ -5,7 +5,7 @@ import {
   type AuditActor,
   type RequestContext,
 } from '../../platform/http/context.ts';
-import { badParameter } from '../../platform/http/errors.ts';
+import { parseInstantRange } from '../../platform/http/date-range.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { changesBetween, hasChanges, type Changes, type ChangesOptions } from './audit-changes.ts';
 import * as repo from './audit.repository.ts';
@@ -202,9 +202,7 @@ export interface AuditEventQuery {
   to?: string | undefined;
 }
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
 const DAY_MS = 86_400_000;
-const instant = (value: string) => new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
 
 /**
  * `GET /api/organization/{uid}/audit-events`: admins only (the `audit:read` scope, which no member's
@@ -217,13 +215,7 @@ export async function listAuditEvents(
   page: PageRequest,
 ) {
   requirePermission(ctx, 'audit:read');
-  const from = query.from !== undefined ? instant(query.from) : undefined;
-  const toDay = query.to !== undefined && DATE_ONLY.test(query.to);
-  const to =
-    query.to !== undefined ? new Date(instant(query.to).getTime() + (toDay ? DAY_MS : 0)) : undefined;
-  if (from && to && from.getTime() > (toDay ? to.getTime() - 1 : to.getTime())) {
-    throw badParameter('from', 'from must not be later than to');
-  }
+  const { from, until, before } = parseInstantRange(query.from, query.to);
   const { rows, total } = await repo.listEvents(
     db,
     ctx.organizationUid,
@@ -235,8 +227,8 @@ export async function listAuditEvents(
       entityUid: query.entity_uid,
       action: query.action,
       from,
-      to,
-      toExclusive: toDay,
+      to: before ?? until,
+      toExclusive: before !== undefined,
     },
     page.perPage,
     offsetOf(page),

@@ -1,5 +1,13 @@
 import { Type, type Static } from 'typebox';
-import { DateTime, Envelope, literals, Nullable, stringEnum, Uuid } from '../../platform/http/schemas.ts';
+import {
+  amountCents,
+  DateTime,
+  Envelope,
+  literals,
+  Nullable,
+  stringEnum,
+  Uuid,
+} from '../../platform/http/schemas.ts';
 
 export const CREDIT_NOTE_REASONS = [
   'duplicate',
@@ -36,11 +44,7 @@ export const CreditNoteParams = Type.Object({ uid: Uuid, credit_note_uid: Uuid }
 
 export const CreateCreditNoteBody = Type.Object(
   {
-    amount_cents: Type.Integer({
-      minimum: 1,
-      maximum: 1e13,
-      description: 'at most the invoice’s amount_remaining_cents',
-    }),
+    amount_cents: amountCents(1, { description: 'at most the invoice’s amount_remaining_cents' }),
     reason: literals(CREDIT_NOTE_REASONS),
     memo: Type.Optional(Type.String({ maxLength: 5000 })),
   },

@@ -35,6 +35,9 @@ export interface StatusMoveOptions {
   reversal?: boolean | undefined;
 }
 
+/** A payable's statuses past its approval: created in one of them, the creator approves it. */
+const PAST_APPROVAL = new Set(['approved', 'registered', 'scheduled', 'paid']);
+
 const KIND: Record<InvoiceType, string> = { ACCOUNTS_RECEIVABLE: 'receivable', ACCOUNTS_PAYABLE: 'payable' };
 
 /**
@@ -79,7 +82,9 @@ export function statusMoveValues(
   // Out of paid (a reversal, or undoing a payment marked by hand): not paid any more.
   if (row.status === 'paid' && to !== 'paid') values.paidDate = null;
   const now = new Date();
-  if (type === 'ACCOUNTS_PAYABLE' && to === 'approved') {
+  // Created past approval (registered, scheduled, paid): the creator approved it (recordStatusMove).
+  const approvedNow = to === 'approved' || (row.status === null && PAST_APPROVAL.has(to));
+  if (type === 'ACCOUNTS_PAYABLE' && approvedNow) {
     Object.assign(values, { approvedBy: ctx.principal.user.id, approvalDate: now });
   }
   if (type === 'ACCOUNTS_PAYABLE' && to === 'registered') {
@@ -141,10 +146,38 @@ export async function assertApprovalCoversTotal(
 }
 
 /**
- * After the invoice row was written with its new status (`from` null: just created): a payable moved to
- * approved by this caller needs the right to approve it (an admin or its responsible user, segregation
- * of duties; not checked at creation, as before) and a total within the caller's approval limit (checked
- * at creation too); then the history row. Nothing for the same status.
+ * Whether this status change approves a payable: a move to approved (not a reversal, which takes a
+ * refunded payable back to where it was), or a creation in approved or any status past it (nothing
+ * reaches registered, scheduled or paid without an approval, so creating it there is approving it).
+ */
+function approves(from: string | null, after: repo.InvoiceRow, options: StatusMoveOptions): boolean {
+  if (after.invoiceType !== 'ACCOUNTS_PAYABLE' || options.reversal) return false;
+  return from === null ? PAST_APPROVAL.has(after.status) : after.status === 'approved';
+}
+
+/**
+ * The approval of a payable by the caller, the same at creation and on a move
+ * (docs/invoices.md#approval-limits): an admin or its responsible user (403 `forbidden`), not the person
+ * who entered it under segregation of duties (403 `forbidden`), and a total within the caller's
+ * approval limit (403 `approval_limit_exceeded`).
+ */
+async function assertApproval(tx: DbOrTx, ctx: RequestContext, after: repo.InvoiceRow): Promise<void> {
+  assertMayApprove(
+    ctx,
+    {
+      organizationUid: after.organizationUid,
+      responsible: after.responsible,
+      createdByUserUid: after.enteredByUserUid ?? '',
+    },
+    await segregationOfDuties(tx, after.organizationUid),
+  );
+  await assertWithinApprovalLimit(tx, ctx, after);
+}
+
+/**
+ * After the invoice row was written with its new status (`from` null: just created): a change that
+ * approves a payable (`approves`) needs the caller's approval (`assertApproval`); then the history row.
+ * Nothing for the same status.
  */
 export async function recordStatusMove(
   tx: DbOrTx,
@@ -154,21 +187,7 @@ export async function recordStatusMove(
   options: StatusMoveOptions,
 ): Promise<void> {
   if (from === after.status) return;
-  // A reversal out of paid (a refund) takes a payable back to where it was: no one approves it anew.
-  if (after.invoiceType === 'ACCOUNTS_PAYABLE' && after.status === 'approved' && !options.reversal) {
-    if (from !== null) {
-      assertMayApprove(
-        ctx,
-        {
-          organizationUid: after.organizationUid,
-          responsible: after.responsible,
-          createdByUserUid: after.enteredByUserUid ?? '',
-        },
-        await segregationOfDuties(tx, after.organizationUid),
-      );
-    }
-    await assertWithinApprovalLimit(tx, ctx, after);
-  }
+  if (approves(from, after, options)) await assertApproval(tx, ctx, after);
   await history.insertStatusChange(tx, {
     organizationUid: after.organizationUid,
     invoiceUid: after.uid,

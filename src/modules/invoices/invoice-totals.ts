@@ -1,3 +1,5 @@
+import { MAX_AMOUNT_CENTS } from '../../platform/http/schemas.ts';
+
 /** Derived money of an invoice (CONTRACT §4), all integer cents. */
 export interface InvoiceTotals {
   subtotal_cents: number;
@@ -18,16 +20,16 @@ export interface TotalsInput {
 }
 
 /**
- * The largest line total, and the largest invoice amount, in cents. quantity (≤ 1e9) × unit_price
- * (≤ 1e13) used to reach 1e22: PostgreSQL refused it as a bigint and the caller got a 500; sums of
- * many large lines passed Number.MAX_SAFE_INTEGER and lost cents. Both are now refused with 422.
+ * A line total and every invoice amount stay within MAX_AMOUNT_CENTS, the one maximum of every amount.
+ * quantity (≤ 1e9) × unit_price could reach 1e24: PostgreSQL refused it as a bigint and the caller got
+ * a 500; sums of many large lines passed Number.MAX_SAFE_INTEGER and lost cents. Both are refused with
+ * 422 (each sum is checked, so an inexact one is always over the maximum).
  */
-export const MAX_LINE_TOTAL_CENTS = 10_000_000_000_000; // 1e13, the largest unit price accepted
-export const MAX_INVOICE_AMOUNT_CENTS = 1_000_000_000_000_000; // 1e15, well inside MAX_SAFE_INTEGER
+export { MAX_AMOUNT_CENTS };
 
 /** True when every amount stays within what is stored and computed exactly. */
 export function totalsInRange(t: InvoiceTotals): boolean {
-  return Object.values(t).every((v) => Math.abs(v) <= MAX_INVOICE_AMOUNT_CENTS);
+  return Object.values(t).every((v) => Math.abs(v) <= MAX_AMOUNT_CENTS);
 }
 
 export function lineTotal(quantity: number, unitPrice: number): number {

@@ -53,7 +53,10 @@ export async function invoiceRoutes(app: App, deps: AppDeps) {
         response: { 201: InvoiceEnvelope, ...errorResponses },
       },
       bodyLimit: BODY_LIMITS.LARGE,
-      config: { ...write, errors: ['already_exists', 'approval_limit_exceeded', 'party_archived'] },
+      config: {
+        ...write,
+        errors: ['already_exists', 'forbidden', 'approval_limit_exceeded', 'party_archived'],
+      },
     },
     async (request, reply) => {
       const invoice = await service.createInvoice(

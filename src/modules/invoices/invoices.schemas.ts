@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  amountCents,
   Currency,
   DateTime,
   Envelope,
@@ -25,7 +26,7 @@ const InvoiceStatus = stringEnum([...new Set([...RECEIVABLE_STATUSES, ...PAYABLE
   description:
     'receivable: draft, open, paid, void, uncollectible; payable: received, in_review, approved, registered, scheduled, paid, rejected, void (docs/invoices.md#lifecycle)',
 });
-const Cents = Type.Integer({ minimum: 0, maximum: 1e13 });
+const Cents = amountCents(0);
 
 export const LineItem = Type.Object(
   {
@@ -164,7 +165,7 @@ const LineItemInput = Type.Object({
   context_type: ContextType,
   sku: Type.String({ minLength: 1, maxLength: 100 }),
   quantity: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
-  unit_price: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e13 })),
+  unit_price: Type.Optional(amountCents(0)),
   currency: Type.Optional(Currency),
 });
 export type LineItemInputT = Static<typeof LineItemInput>;
@@ -174,7 +175,7 @@ const LineItemUpdate = Type.Object({
   context_type: Type.Optional(ContextType),
   sku: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   quantity: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
-  unit_price: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e13 })),
+  unit_price: Type.Optional(amountCents(0)),
   currency: Type.Optional(Currency),
 });
 export type LineItemUpdateT = Static<typeof LineItemUpdate>;
@@ -266,7 +267,7 @@ export const PatchCommentBody = Type.Object({
   resolved: Type.Optional(Type.Boolean()),
 });
 export const PaymentBody = Type.Object({
-  amount_cents: Type.Integer({ minimum: 1, maximum: 1e13 }),
+  amount_cents: amountCents(1),
   paid_at: Type.Optional(DateOrDateTime),
 });
 

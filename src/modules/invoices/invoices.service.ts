@@ -18,13 +18,7 @@ import { findProductsBySku } from '../products/products.service.ts';
 import * as billing from '../billing/billing.service.ts';
 import { mergeFields, type StoredField } from './invoice-fields.ts';
 import { defaultStatus, statusesFor, type InvoiceType } from './invoice-statuses.ts';
-import {
-  computeTotals,
-  lineTotal,
-  MAX_INVOICE_AMOUNT_CENTS,
-  MAX_LINE_TOTAL_CENTS,
-  totalsInRange,
-} from './invoice-totals.ts';
+import { computeTotals, lineTotal, MAX_AMOUNT_CENTS, totalsInRange } from './invoice-totals.ts';
 import { loadInvoiceViews, toCommentView, toLineItemView, type InvoiceView } from './invoice-view.ts';
 import * as repo from './invoices.repository.ts';
 import { settle } from './invoice-settlement.ts';
@@ -204,10 +198,10 @@ async function resolveLines(
     const quantity = input.quantity ?? base?.quantity ?? 1;
     // A new SKU brings its catalog price unless the caller sets one.
     const unitPrice = input.unit_price ?? (product ? product.unitPrice : base!.unitPrice);
-    if (lineTotal(quantity, unitPrice) > MAX_LINE_TOTAL_CENTS) {
+    if (lineTotal(quantity, unitPrice) > MAX_AMOUNT_CENTS) {
       errors.push({
         field: `${prefix}quantity`,
-        message: `quantity × unit_price must not exceed ${MAX_LINE_TOTAL_CENTS} cents`,
+        message: `quantity × unit_price must not exceed ${MAX_AMOUNT_CENTS} cents`,
       });
       continue;
     }
@@ -305,7 +299,7 @@ export async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial
   });
   if (!totalsInRange(t)) {
     throw invalid([
-      { field: 'body', message: `the invoice's amounts would exceed ${MAX_INVOICE_AMOUNT_CENTS} cents` },
+      { field: 'body', message: `the invoice's amounts would exceed ${MAX_AMOUNT_CENTS} cents` },
     ]);
   }
   return repo.updateInvoice(tx, row.organizationUid, row.uid, {
@@ -477,7 +471,7 @@ export async function createInvoice(
       await repo.replaceAssignees(tx, org, row.uid, assignees);
       const updated = await recompute(tx, row);
       // Any status may be given at creation; the history starts here (from null), and a payable created
-      // approved counts against the creator's approval limit.
+      // approved or past it is approved by its creator, with the same checks as the move (403).
       await recordStatusMove(tx, ctx, null, updated, { reason: 'created', note: body.status_note });
       await recordAuditEvents(tx, ctx, [
         {

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox';
 import {
+  amountCents,
   dateOrDateTime,
   DateTime,
   Envelope,
@@ -73,11 +74,7 @@ const Reason = Type.String({ minLength: 1, maxLength: 1000 });
 export const RefundBody = Type.Object(
   {
     amount_cents: Type.Optional(
-      Type.Integer({
-        minimum: 1,
-        maximum: 1e13,
-        description: 'default: all that is left to refund of the payment',
-      }),
+      amountCents(1, { description: 'default: all that is left to refund of the payment' }),
     ),
     reason: Reason,
   },

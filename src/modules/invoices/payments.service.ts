@@ -1,6 +1,7 @@
 import type { Db, DbOrTx } from '../../platform/db/client.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
-import { AppError, badParameter, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { AppError, notFound, validationFailed } from '../../platform/http/errors.ts';
+import { parseInstantRange } from '../../platform/http/date-range.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { changesBetween } from '../audit/audit.service.ts';
@@ -23,10 +24,6 @@ export async function listInvoicePayments(db: Db, ctx: RequestContext, invoiceUi
   );
 }
 
-const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
-const DAY_MS = 86_400_000;
-const instant = (value: string) => new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
-
 /**
  * `GET /api/payments`: the organization's payments, newest first by `paid_at`, under the invoice rule
  * (members: the payments of the invoices they may see). `from`/`to` bound `paid_at`, inclusive; a bare
@@ -38,12 +35,7 @@ export async function listPayments(
   query: ListPaymentsQueryT,
   page: PageRequest,
 ) {
-  const from = query.from !== undefined ? instant(query.from) : undefined;
-  const toDay = query.to !== undefined && DATE_ONLY.test(query.to);
-  const to = query.to !== undefined ? instant(query.to) : undefined;
-  if (from && to && from.getTime() > to.getTime()) {
-    throw badParameter('from', 'from must not be later than to');
-  }
+  const { from, until, before } = parseInstantRange(query.from, query.to);
   const { rows, total } = await repo.listOrganizationPayments(
     db,
     ctx.organizationUid,
@@ -52,8 +44,8 @@ export async function listPayments(
       invoiceUid: query.invoice_uid,
       status: query.status,
       from,
-      before: to && toDay ? new Date(to.getTime() + DAY_MS) : undefined,
-      until: to && !toDay ? to : undefined,
+      before,
+      until,
     },
     page.perPage,
     offsetOf(page),

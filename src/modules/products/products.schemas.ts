@@ -1,5 +1,13 @@
 import { Type, type Static } from 'typebox';
-import { Currency, DateTime, Envelope, PageMeta, pageQuery, Uuid } from '../../platform/http/schemas.ts';
+import {
+  amountCents,
+  Currency,
+  DateTime,
+  Envelope,
+  PageMeta,
+  pageQuery,
+  Uuid,
+} from '../../platform/http/schemas.ts';
 
 const ContextType = Type.Union([Type.Literal('PRODUCT'), Type.Literal('DISCOUNT')]);
 
@@ -23,7 +31,7 @@ export const CreateProductBody = Type.Object({
   sku: Type.String({ minLength: 1, maxLength: 100 }),
   name: Type.String({ minLength: 1, maxLength: 255 }),
   context_type: ContextType,
-  unit_price: Type.Integer({ minimum: 0, maximum: 1e13, description: 'cents' }),
+  unit_price: amountCents(0, { description: 'cents' }),
   currency: Currency,
 });
 export type CreateProductBodyT = Static<typeof CreateProductBody>;
@@ -32,7 +40,7 @@ export const PatchProductBody = Type.Object({
   sku: Type.Optional(Type.String({ minLength: 1, maxLength: 100 })),
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
   context_type: Type.Optional(ContextType),
-  unit_price: Type.Optional(Type.Integer({ minimum: 0, maximum: 1e13 })),
+  unit_price: Type.Optional(amountCents(0)),
   currency: Type.Optional(Currency),
 });
 export type PatchProductBodyT = Static<typeof PatchProductBody>;

@@ -1,14 +1,19 @@
 import { Type } from 'typebox';
 import { envelope } from '../../platform/http/envelope.ts';
-import { DateTime, Envelope, errorResponses, Nullable, Uuid } from '../../platform/http/schemas.ts';
+import {
+  amountCents,
+  DateTime,
+  Envelope,
+  errorResponses,
+  Nullable,
+  Uuid,
+} from '../../platform/http/schemas.ts';
 import type { App, AppDeps } from '../../platform/http/types.ts';
 import { SEARCH_LANGUAGES } from '../../platform/db/text-search.ts';
 import * as service from './organization-settings.service.ts';
 
 const Params = Type.Object({ organization_uid: Uuid });
-const LimitCents = Nullable(
-  Type.Integer({ minimum: 0, maximum: 1e15, description: 'cents; null: unlimited' }),
-);
+const LimitCents = Nullable(amountCents(0, { description: 'cents; null: unlimited' }));
 const ApprovalLimits = Type.Object(
   {
     roles: Type.Object({ admin: LimitCents, member: LimitCents }),

@@ -1,4 +1,5 @@
 import { fullFormats } from 'ajv-formats/dist/formats.js';
+import { badParameter } from './errors.ts';
 
 /**
  * Dates and times the service accepts: 0001-01-01 to 9999-12-31 (UTC), on both engines. PostgreSQL has
@@ -34,4 +35,35 @@ export function isValidDate(text: string): boolean {
 /** RFC 3339 date-time with a time zone, within the range (its UTC instant too). */
 export function isValidDateTime(text: string): boolean {
   return dateTimeFormat.validate(text) && inRange(text);
+}
+
+const DATE_ONLY = /^\d{4}-\d{2}-\d{2}$/;
+const DAY_MS = 86_400_000;
+
+/** A `from`/`to` range as bounds: `from` inclusive; `to` inclusive (`until`) or, a bare date, `before`. */
+export interface InstantRange {
+  from?: Date | undefined;
+  /** `to` was a date-time: at or before it. */
+  until?: Date | undefined;
+  /** `to` was a bare date: before the next day's start (that whole UTC day included). */
+  before?: Date | undefined;
+}
+
+/**
+ * The one parser of every `from`/`to` range (already validated as a date or date-time): a bare-date
+ * `from` is that day's start (UTC), a bare-date `to` that whole day; `from` later than `to` is 400
+ * `invalid_parameter` on `from`, the same on every route.
+ */
+export function parseInstantRange(fromText?: string, toText?: string): InstantRange {
+  const instant = (value: string) => new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
+  const from = fromText !== undefined ? instant(fromText) : undefined;
+  const toDay = toText !== undefined && DATE_ONLY.test(toText);
+  const to = toText !== undefined ? instant(toText) : undefined;
+  const before = to && toDay ? new Date(to.getTime() + DAY_MS) : undefined;
+  const until = to && !toDay ? to : undefined;
+  const last = before ? before.getTime() - 1 : until?.getTime();
+  if (from && last !== undefined && from.getTime() > last) {
+    throw badParameter('from', 'from must not be later than to');
+  }
+  return { from, until, before };
 }

@@ -3,6 +3,17 @@ import { ERROR_CODES, type ErrorCode } from './errors.ts';
 import { MAX_PAGE } from './pagination.ts';
 
 export const Uuid = Type.String({ format: 'uuid' });
+
+/**
+ * The one maximum of every money amount, in integer cents (docs/invoices.md#money): prices, line
+ * totals, every invoice amount, payments, refunds, credit notes, approval limits. 10¹⁵: a few such
+ * amounts added stay exact in a JavaScript number (below 2⁵³ ≈ 9·10¹⁵) and far inside the bigint
+ * columns that hold them (≈ 9.2·10¹⁸).
+ */
+export const MAX_AMOUNT_CENTS = 1_000_000_000_000_000;
+/** An amount in cents from `minimum` (0 or 1) to MAX_AMOUNT_CENTS. */
+export const amountCents = (minimum: 0 | 1, options: { description?: string } = {}) =>
+  Type.Integer({ ...options, minimum, maximum: MAX_AMOUNT_CENTS });
 export const DateTime = Type.String({ format: 'date-time' });
 /**
  * A date (YYYY-MM-DD) or a date-time with its time zone. Each branch names its type: a branch with

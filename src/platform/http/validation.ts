@@ -287,13 +287,52 @@ function fieldPath(pointer: string): string {
     .replace(/[\u0000-\u001f\ud800-\udfff]/g, '\ufffd');
 }
 
+/** The JSON type of a value, as a schema's `type` names it. */
+function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/**
+ * A union of structured shapes (an object or an array of objects, as the line-item routes take) whose
+ * value is of exactly one branch's type: that branch's own errors name the fields (`[2].quantity`), not
+ * the union as a whole ("must be an object or an array"). The union's error and the other branches'
+ * are dropped. Other unions (a date or a date-time, a value or null) are described as a whole below.
+ */
+function narrowUnions(errors: ErrorObject[], isUnion: (e: ErrorObject) => boolean): ErrorObject[] {
+  let out = errors;
+  for (const union of errors) {
+    if (!isUnion(union) || !union.schemaPath || !Array.isArray(union.schema)) continue;
+    const kind = jsonType(union.data);
+    if (kind !== 'object' && kind !== 'array') continue;
+    const branches = union.schema as JsonSchema[];
+    const matching = branches.flatMap((b, i) => (b && b.type === kind ? [i] : []));
+    if (matching.length !== 1) continue;
+    const own = `${union.schemaPath}/${matching[0]}/`;
+    const inBranch = (e: ErrorObject) =>
+      e.schemaPath.startsWith(`${union.schemaPath}/`) && !e.schemaPath.startsWith(own);
+    const kept = out.filter((e) => e !== union && !inBranch(e));
+    // Only when the branch itself explains the failure.
+    if (kept.some((e) => e.schemaPath.startsWith(own))) out = kept;
+  }
+  return out;
+}
+
+/** `2.quantity` of a body that is an array → `[2].quantity`, as the services name a batch's items. */
+function indexedPath(path: string): string {
+  return path.replace(/^(\d+)(?=\.|$)/, '[$1]');
+}
+
 /**
  * Ajv's errors → one issue per field. For `anyOf`/`oneOf`, Ajv first reports every branch's failure
  * ("must be equal to constant" once per allowed value) and then the anyOf itself: the branches are
  * dropped and the anyOf is described from its schema instead.
  */
-export function describeValidation(errors: ErrorObject[], part: string | undefined): ValidationIssue[] {
+export function describeValidation(allErrors: ErrorObject[], part: string | undefined): ValidationIssue[] {
   const isUnion = (e: ErrorObject) => e.keyword === 'anyOf' || e.keyword === 'oneOf';
+  const errors = narrowUnions(allErrors, isUnion);
   // Nested unions at one path (Nullable(Union(date, date-time))) are reported innermost first: the
   // last one describes every allowed shape.
   const unions = errors.filter(
@@ -320,7 +359,9 @@ export function describeValidation(errors: ErrorObject[], part: string | undefin
         : typeof params.additionalProperty === 'string'
           ? params.additionalProperty
           : undefined;
-    const path = [fieldPath(error.instancePath), name ? fieldPath(`/${name}`) : ''].filter(Boolean).join('.');
+    const path = indexedPath(
+      [fieldPath(error.instancePath), name ? fieldPath(`/${name}`) : ''].filter(Boolean).join('.'),
+    );
     const field = path || part || 'body';
     const message = keywordMessage(error);
     const key = `${field}\u0000${message}`;
