@@ -2,7 +2,7 @@ import type { Db } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { runWithRole } from '../../platform/db/session-role.ts';
 import { requirePermission, type CallOrigin, type RequestContext } from '../../platform/http/context.ts';
-import { AppError, validationFailed } from '../../platform/http/errors.ts';
+import { AppError } from '../../platform/http/errors.ts';
 import type { SecretKey } from '../../platform/secrets/secret-box.ts';
 import { addressBucket, assertNotThrottled, recordFailure } from '../people/sign-in-throttle.ts';
 import { approverContext } from './approval-emails.ts';
@@ -197,17 +197,15 @@ function decidedText(view: TaskView): string {
  * link's `jti` is recorded in the decision's own transaction: the link decides once, and a decision
  * that fails (already decided by someone else) leaves the link unused. Refused: a used link
  * (`token_used`), an approval already decided (`already_resolved`, naming who decided), a rejection
- * without a reason.
+ * without a reason under a policy that requires one.
  */
 export async function decideByApprovalLink(
   deps: ApprovalLinkDeps,
   body: DecideByLinkBodyT,
   caller: LinkCaller,
 ): Promise<ApprovalLinkView> {
+  // The reason is optional, as in the API; a policy that requires one refuses a bare rejection (422).
   const note = body.resolution_note?.trim() || undefined;
-  if (body.action === 'reject' && !note) {
-    throw validationFailed('resolution_note', 'Give a reason to reject: the agent and your team will see it');
-  }
   return asLinkHolder(deps, body.token, caller, async (claims, ctx, approverName) => {
     requirePermission(ctx, 'work_tasks:write');
     const { db } = deps;

@@ -638,11 +638,8 @@ function validateAnswer(body: PatchTaskBodyT): void {
   if (body.action === 'reject') {
     if (body.tool_args !== undefined)
       throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
-    if (!body.resolution_note?.trim())
-      throw validationFailed(
-        'resolution_note',
-        'A rejection needs a reason (resolution_note): the agent and your team will see it',
-      );
+    // The reason is optional (interface 4.5); a policy may opt in to requiring one (after the checks
+    // of who may decide, in resolveApproval).
   }
   if (body.action === 'respond') {
     if (body.tool_args !== undefined)
@@ -694,6 +691,11 @@ async function resolveApproval(
       'initiator_cannot_approve',
       `Under the policy "${policy!.name}" the person who started this cannot approve it; someone else must`,
     );
+  if (action === 'reject' && policy?.require_rejection_reason && !body.resolution_note?.trim())
+    throw validationFailed(
+      'resolution_note',
+      `Under the policy "${policy.name}" a rejection needs a reason (resolution_note): the agent and your team will see it`,
+    );
   if (action === 'respond') return respondToApproval(tx, jobs, ctx, task, body.feedback!.trim());
   // Edits are merged over what the agent asked for, so a reviewer can change one member (the body) and
   // keep the rest (recipients, invoice).
@@ -725,8 +727,8 @@ async function resolveApproval(
       });
   }
 
-  // A rejection's reason is required (above); stored as given, less surrounding blanks.
-  const note = approve ? (body.resolution_note ?? null) : body.resolution_note!.trim();
+  // A rejection's reason is stored less surrounding blanks; none (or only blanks) is null.
+  const note = approve ? (body.resolution_note ?? null) : body.resolution_note?.trim() || null;
   const resolved = await repo.resolveTask(tx, org, task.uid, {
     status: approve ? 'done' : 'canceled',
     resolution: approve ? 'approved' : 'rejected',
