@@ -29,6 +29,7 @@ import { queueApprovalEmails } from './approval-emails.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { policyFor, snapshotOf } from './approval-policies.service.ts';
 import { amountOf, refusalOf, toolTypeOf, type PolicySnapshot } from './approval-rules.ts';
+import { APPROVAL_ESCALATION_QUEUE, APPROVAL_EXPIRY_QUEUE } from './approval-deadlines.service.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -472,6 +473,13 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   }
   await emitTaskCreated(tx, input.jobs, task);
   await queueApprovalEmails(tx, input.jobs, task, input.origin);
+  // Its deadlines' sweeps, due at the deadlines themselves (by the database's clock, as pg-boss reads
+  // `start_after`): a worker takes them within its polling interval. The every-minute schedule stays as
+  // the safety net; alone, its minute granularity and pg-boss's cron monitor left an approval up to
+  // two minutes past its deadline.
+  if (task.expiresAt) await input.jobs.enqueue(tx, APPROVAL_EXPIRY_QUEUE, {}, { startAfter: task.expiresAt });
+  if (task.escalateAt)
+    await input.jobs.enqueue(tx, APPROVAL_ESCALATION_QUEUE, {}, { startAfter: task.escalateAt });
   return task;
 }
 
