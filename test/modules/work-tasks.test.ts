@@ -1112,7 +1112,15 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
 
     const rejected = await raised(activeAgent.uid);
     const firstReject = await data(patchTask(rejected.uid, { action: 'reject', resolution_note: 'No' }));
-    expectErrorBody(await patchTask(rejected.uid, { action: 'approve' }), 409, 'already_resolved');
+    const late = expectErrorBody(
+      await patchTask(rejected.uid, { action: 'approve' }),
+      409,
+      'already_resolved',
+    );
+    // Times as people read them in messages ("2026-11-26 10:03 UTC"), not raw ISO.
+    expect(late.message).toMatch(
+      /^This approval was already rejected by .+ at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/,
+    );
     expect((await getTask(rejected.uid)).body.data).toEqual(firstReject);
     expect(await runsOf(rejected.uid)).toHaveLength(1);
   });

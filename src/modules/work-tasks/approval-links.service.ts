@@ -3,6 +3,7 @@ import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { runWithRole } from '../../platform/db/session-role.ts';
 import { requirePermission, type CallOrigin, type RequestContext } from '../../platform/http/context.ts';
 import { AppError } from '../../platform/http/errors.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import type { SecretKey } from '../../platform/secrets/secret-box.ts';
 import { addressBucket, assertNotThrottled, recordFailure } from '../people/sign-in-throttle.ts';
 import { approverContext } from './approval-emails.ts';
@@ -187,7 +188,7 @@ export async function lookUpApprovalLink(
 
 function decidedText(view: TaskView): string {
   const by = (view.resolved_by as { user_name?: string } | null)?.user_name || 'someone';
-  const at = view.resolved_at ? ` on ${(view.resolved_at as Date).toISOString()}` : '';
+  const at = view.resolved_at ? ` at ${utcText(view.resolved_at as Date)}` : '';
   return `${view.resolution === 'rejected' ? 'rejected' : 'approved'} by ${by}${at}`;
 }
 
@@ -239,7 +240,7 @@ export async function decideByApprovalLink(
         if (code === 'token_used' && use) {
           throw new AppError(
             'token_used',
-            `This approval link was already used: ${approverName} chose to ${use.action} it on ${use.usedAt.toISOString()}`,
+            `This approval link was already used: ${approverName} chose to ${use.action} it at ${utcText(use.usedAt)}`,
           );
         }
         if (view.resolution) {

@@ -23,13 +23,14 @@ import {
   type TaskType,
 } from './work-tasks.tables.ts';
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 import { queueApprovalEmails } from './approval-emails.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { policyFor, snapshotOf } from './approval-policies.service.ts';
 import { amountOf, refusalOf, toolTypeOf, type PolicySnapshot } from './approval-rules.ts';
-import { APPROVAL_ESCALATION_QUEUE, APPROVAL_EXPIRY_QUEUE } from './approval-deadlines.service.ts';
+import { APPROVAL_ESCALATION_QUEUE, APPROVAL_EXPIRY_QUEUE } from './approval-deadline-queues.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -679,7 +680,7 @@ async function resolveApproval(
   if (task.expiresAt && (await repo.isPastExpiry(tx, org, task.uid)))
     throw new AppError(
       'approval_expired',
-      `This approval expired at ${task.expiresAt.toISOString()} (its policy's deadline); nothing was done`,
+      `This approval expired at ${utcText(task.expiresAt)} (its policy's deadline); nothing was done`,
     );
   const actor = userActor(ctx);
   const policy = task.policy;
@@ -792,12 +793,12 @@ async function resolveApproval(
 
 /**
  * Who won, for the one who lost a race (a click in Slack and one in the console at the same moment):
- * "This approval was already approved by Grace Hopper at 2026-11-26T10:03:00.000Z".
+ * "This approval was already approved by Grace Hopper at 2026-11-26 10:03 UTC".
  */
 async function alreadyDecidedText(tx: DbOrTx, task: TaskRow): Promise<string> {
   const [by] = task.resolvedByUserUid ? await repo.loadUsers(tx, [task.resolvedByUserUid]) : [];
   const who = by ? ` by ${by.fullName || by.email}` : '';
-  const when = task.resolvedAt ? ` at ${task.resolvedAt.toISOString()}` : '';
+  const when = task.resolvedAt ? ` at ${utcText(task.resolvedAt)}` : '';
   return `This approval was already ${task.resolution}${who}${when}`;
 }
 
