@@ -108,6 +108,35 @@ const noticeJobs = (taskUid: string) =>
     [ESCALATION_NOTICE_QUEUE, taskUid],
   );
 
+describe('the sweeps run at the deadlines, not at the next whole minute', () => {
+  it('raising an approval with an expiry and an escalation enqueues each sweep to start at its deadline', async () => {
+    const payer = await agent();
+    await policy({
+      agent_uid: payer.uid,
+      approver_roles: ['admin'],
+      expires_after_minutes: 30,
+      escalate_after_minutes: 10,
+      escalate_to_user_uids: [grace.userUid],
+    });
+    const task = await raise(payer.uid);
+    const [row] = await rawQuery<{ expires_at: Date; escalate_at: Date }>(
+      t.db,
+      'select expires_at, escalate_at from work_tasks where uid = $1',
+      [task.uid],
+    );
+    const startsOf = async (queue: string) =>
+      (
+        await rawQuery<{ start_after: Date }>(
+          t.db,
+          `select start_after from pgboss.job where name = $1 and start_after > now() + interval '1 minute'`,
+          [queue],
+        )
+      ).map((j) => new Date(j.start_after).getTime());
+    expect(await startsOf('remit.approvals.expire')).toContain(new Date(row!.expires_at).getTime());
+    expect(await startsOf('remit.approvals.escalate')).toContain(new Date(row!.escalate_at).getTime());
+  });
+});
+
 describe('expiry (fail closed)', () => {
   it('the job ends an approval past its deadline: expired, canceled, no follow-up run; logged, audited, announced; a waiter wakes', async () => {
     const payer = await agent();

@@ -68,6 +68,7 @@ describe('POST /api/approval-policies', () => {
       approver_user_uids: [],
       required_approvals: 1,
       forbid_initiator: false,
+      require_rejection_reason: false,
       expires_after_minutes: null,
       escalate_after_minutes: null,
       escalate_to_user_uids: [],

@@ -282,6 +282,56 @@ describe('who may decide', () => {
   });
 });
 
+describe('a reason to reject (optional unless the policy opts in)', () => {
+  it('require_rejection_reason: a bare or blank rejection is 422 naming resolution_note (after who-may-decide), one with a reason decides; without it a bare rejection decides', async () => {
+    const payer = await agent();
+    const strict = await policy({
+      name: 'Reasons please',
+      agent_uid: payer.uid,
+      approver_roles: ['admin'],
+      require_rejection_reason: true,
+    });
+    expect(strict.require_rejection_reason).toBe(true);
+    const task = await raise(payer.uid);
+    // Who may decide comes first: a member is refused as ever, not told about the reason.
+    expectErrorBody(await decide(task.uid, alan.key, { action: 'reject' }), 403, 'not_an_approver');
+    for (const body of [{ action: 'reject' }, { action: 'reject', resolution_note: '  ' }]) {
+      const res = await decide(task.uid, grace.key, body);
+      expectErrorBody(res, 422, 'validation_failed');
+      expect(res.body.errors.map((e: any) => e.field)).toEqual(['resolution_note']);
+      expect(res.body.message).toContain('"Reasons please"');
+    }
+    expect(await read(task.uid)).toMatchObject({ status: 'todo', resolution: null });
+    expect(
+      await ok(decide(task.uid, grace.key, { action: 'reject', resolution_note: 'Wrong payee' })),
+    ).toMatchObject({ resolution: 'rejected', resolution_note: 'Wrong payee' });
+
+    // Turned off: the policy's next approval is rejected without a word.
+    await ok(
+      call(t.app, 'PATCH', `/api/approval-policies/${strict.uid}`, {
+        key: p.orgA.admin.key,
+        body: { require_rejection_reason: false },
+      }),
+    );
+    const relaxed = await raise(payer.uid);
+    expect(await ok(decide(relaxed.uid, grace.key, { action: 'reject' }))).toMatchObject({
+      resolution: 'rejected',
+      resolution_note: null,
+    });
+  });
+
+  it('a policy without the opt-in (the default) takes a bare rejection', async () => {
+    const payer = await agent();
+    const plain = await policy({ agent_uid: payer.uid, approver_roles: ['admin'] });
+    expect(plain.require_rejection_reason).toBe(false);
+    const task = await raise(payer.uid);
+    expect(await ok(decide(task.uid, grace.key, { action: 'reject' }))).toMatchObject({
+      resolution: 'rejected',
+      resolution_note: null,
+    });
+  });
+});
+
 describe('several approvals (the two-person rule)', () => {
   it('each approve counts once per person; the task stays undecided (in_review) until the count, then is decided as today', async () => {
     const payer = await agent();

@@ -1071,14 +1071,19 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
     expect((await agentNow(activeAgent.uid)).runs_count).toBe(runsBefore + 1);
   });
 
-  it('reject without a reason → 422 naming resolution_note; a blank one too; nothing changes', async () => {
-    const task = await raised(activeAgent.uid);
+  it('reject without a reason works (resolution_note is optional, interface 4.5); a blank one is stored as null', async () => {
     for (const body of [{ action: 'reject' }, { action: 'reject', resolution_note: '  \n ' }]) {
-      const error = expectErrorBody(await patchTask(task.uid, body), 422, 'validation_failed');
-      expect(error.errors?.map((e) => e.field)).toEqual(['resolution_note']);
+      const task = await raised(activeAgent.uid);
+      const now = await data(patchTask(task.uid, body));
+      expect(now).toMatchObject({ status: 'canceled', resolution: 'rejected', resolution_note: null });
+      expect(now.change_log.at(-1)).toMatchObject({
+        action: 'resolved',
+        details: { action: 'reject', resolution: 'rejected', resolution_note: null },
+      });
+      const runs = await runsOf(task.uid);
+      expect(runs).toHaveLength(1);
+      expect(runs[0]!.input).toMatchObject({ decision: { action: 'reject', note: null } });
     }
-    expect((await getTask(task.uid)).body.data).toEqual(task);
-    expect(await runsOf(task.uid)).toEqual([]);
   });
 
   it('reject with edited tool_args → 422 (edits only go with an approval)', async () => {
@@ -1107,7 +1112,15 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
 
     const rejected = await raised(activeAgent.uid);
     const firstReject = await data(patchTask(rejected.uid, { action: 'reject', resolution_note: 'No' }));
-    expectErrorBody(await patchTask(rejected.uid, { action: 'approve' }), 409, 'already_resolved');
+    const late = expectErrorBody(
+      await patchTask(rejected.uid, { action: 'approve' }),
+      409,
+      'already_resolved',
+    );
+    // Times as people read them in messages ("2026-11-26 10:03 UTC"), not raw ISO.
+    expect(late.message).toMatch(
+      /^This approval was already rejected by .+ at \d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC$/,
+    );
     expect((await getTask(rejected.uid)).body.data).toEqual(firstReject);
     expect(await runsOf(rejected.uid)).toHaveLength(1);
   });
@@ -1265,6 +1278,26 @@ describe('concurrent resolutions', () => {
       .from(workTasks)
       .where(and(eq(workTasks.uid, task.uid), eq(workTasks.revision, 2)));
     expect(revised?.total).toBe(1);
+  });
+
+  it('fifty bare rejections and approvals at once: exactly one 200, 49 × 409 already_resolved, never 422', async () => {
+    const task = await raised(activeAgent.uid);
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        patchTask(
+          task.uid,
+          i % 5 === 0 ? { action: 'approve' } : { action: 'reject' },
+          i % 2 === 0 ? p.orgA.admin.key : p.orgA.member.key,
+        ),
+      ),
+    );
+    expect(results.filter((r) => r.status === 200)).toHaveLength(1);
+    const refused = results.filter((r) => r.status !== 200);
+    expect(refused).toHaveLength(49);
+    for (const r of refused) expectErrorBody(r, 409, 'already_resolved');
+    const stored = (await getTask(task.uid)).body.data;
+    expect(stored.change_log.filter((c: any) => c.action === 'resolved')).toHaveLength(1);
+    expect(await runsOf(task.uid)).toHaveLength(1);
   });
 
   it('approvals and rejections racing: one wins, and one run carries the decision that won', async () => {

@@ -1,5 +1,6 @@
 import { SLACK_ACTIONS, type ChatMessage } from '../../platform/chat/chat.ts';
 import type { DbOrTx } from '../../platform/db/client.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import { approvalState, type ApprovalState } from '../work-tasks/approval-state.service.ts';
 import type { NotificationRow } from './notifications.repository.ts';
 
@@ -35,7 +36,7 @@ function plain(text: string) {
 
 /** "2026-11-26 10:03 UTC": how people read a time in a chat message. */
 export function chatTime(at: Date): string {
-  return `${at.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  return utcText(at);
 }
 
 /**

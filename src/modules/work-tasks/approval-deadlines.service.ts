@@ -18,8 +18,7 @@ import { change, REMIT_ACTOR, taskEntity, viewTask } from './work-tasks.service.
  * of its own under its row lock, so several workers (or a decision at the same moment) act once.
  */
 
-export const APPROVAL_EXPIRY_QUEUE = 'remit.approvals.expire';
-export const APPROVAL_ESCALATION_QUEUE = 'remit.approvals.escalate';
+export { APPROVAL_EXPIRY_QUEUE, APPROVAL_ESCALATION_QUEUE } from './approval-deadline-queues.ts';
 export const ESCALATION_NOTICE_QUEUE = 'remit.approvals.escalation_notice';
 
 /** Not the request's audit fields: what the log records of a change made by a deadline. */

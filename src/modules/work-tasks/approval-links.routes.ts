@@ -68,7 +68,7 @@ export async function approvalLinkRoutes(app: App, deps: AppDeps) {
         operationId: 'decideByApprovalLink',
         tags,
         summary:
-          'Approve or reject with an emailed link, as the person it was sent to (once; a rejection needs a reason)',
+          'Approve or reject with an emailed link, as the person it was sent to (once; a reason is optional unless the policy requires one)',
         security: [],
         body: DecideByLinkBody,
         response: { 200: ApprovalLinkEnvelope, 410: ErrorRef, ...errorResponses },

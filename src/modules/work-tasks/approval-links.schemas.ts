@@ -20,7 +20,8 @@ export const DecideByLinkBody = Type.Object(
     resolution_note: Type.Optional(
       Type.String({
         maxLength: 2000,
-        description: 'The reason: required to reject; sent as a note with an approval',
+        description:
+          'The reason of a rejection (optional unless the approval policy requires one); a note with an approval',
       }),
     ),
   },

@@ -2,7 +2,8 @@ import type { Db } from '../../platform/db/client.ts';
 import type { Jobs } from '../../platform/jobs/jobs.ts';
 import { runWithRole } from '../../platform/db/session-role.ts';
 import { requirePermission, type CallOrigin, type RequestContext } from '../../platform/http/context.ts';
-import { AppError, validationFailed } from '../../platform/http/errors.ts';
+import { AppError } from '../../platform/http/errors.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import type { SecretKey } from '../../platform/secrets/secret-box.ts';
 import { addressBucket, assertNotThrottled, recordFailure } from '../people/sign-in-throttle.ts';
 import { approverContext } from './approval-emails.ts';
@@ -187,7 +188,7 @@ export async function lookUpApprovalLink(
 
 function decidedText(view: TaskView): string {
   const by = (view.resolved_by as { user_name?: string } | null)?.user_name || 'someone';
-  const at = view.resolved_at ? ` on ${(view.resolved_at as Date).toISOString()}` : '';
+  const at = view.resolved_at ? ` at ${utcText(view.resolved_at as Date)}` : '';
   return `${view.resolution === 'rejected' ? 'rejected' : 'approved'} by ${by}${at}`;
 }
 
@@ -197,17 +198,15 @@ function decidedText(view: TaskView): string {
  * link's `jti` is recorded in the decision's own transaction: the link decides once, and a decision
  * that fails (already decided by someone else) leaves the link unused. Refused: a used link
  * (`token_used`), an approval already decided (`already_resolved`, naming who decided), a rejection
- * without a reason.
+ * without a reason under a policy that requires one.
  */
 export async function decideByApprovalLink(
   deps: ApprovalLinkDeps,
   body: DecideByLinkBodyT,
   caller: LinkCaller,
 ): Promise<ApprovalLinkView> {
+  // The reason is optional, as in the API; a policy that requires one refuses a bare rejection (422).
   const note = body.resolution_note?.trim() || undefined;
-  if (body.action === 'reject' && !note) {
-    throw validationFailed('resolution_note', 'Give a reason to reject: the agent and your team will see it');
-  }
   return asLinkHolder(deps, body.token, caller, async (claims, ctx, approverName) => {
     requirePermission(ctx, 'work_tasks:write');
     const { db } = deps;
@@ -241,7 +240,7 @@ export async function decideByApprovalLink(
         if (code === 'token_used' && use) {
           throw new AppError(
             'token_used',
-            `This approval link was already used: ${approverName} chose to ${use.action} it on ${use.usedAt.toISOString()}`,
+            `This approval link was already used: ${approverName} chose to ${use.action} it at ${utcText(use.usedAt)}`,
           );
         }
         if (view.resolution) {

@@ -22,6 +22,7 @@ export function toPolicyView(row: PolicyRow) {
     approver_user_uids: row.approverUserUids,
     required_approvals: row.requiredApprovals,
     forbid_initiator: row.forbidInitiator,
+    require_rejection_reason: row.requireRejectionReason,
     expires_after_minutes: row.expiresAfterMinutes,
     escalate_after_minutes: row.escalateAfterMinutes,
     escalate_to_user_uids: row.escalateToUserUids,
@@ -45,6 +46,7 @@ export function snapshotOf(row: PolicyRow): PolicySnapshot {
     approver_user_uids: [...row.approverUserUids],
     required_approvals: row.requiredApprovals,
     forbid_initiator: row.forbidInitiator,
+    require_rejection_reason: row.requireRejectionReason,
     expires_after_minutes: row.expiresAfterMinutes,
     escalate_after_minutes: row.escalateAfterMinutes,
     escalate_to_user_uids: [...row.escalateToUserUids],
@@ -145,6 +147,7 @@ export async function createPolicy(
       approverUserUids: body.approver_user_uids ?? [],
       requiredApprovals: body.required_approvals ?? 1,
       forbidInitiator: body.forbid_initiator ?? false,
+      requireRejectionReason: body.require_rejection_reason ?? false,
       expiresAfterMinutes: body.expires_after_minutes ?? null,
       escalateAfterMinutes: body.escalate_after_minutes ?? null,
       escalateToUserUids: body.escalate_to_user_uids ?? [],
@@ -206,6 +209,7 @@ export async function updatePolicy(
       approverUserUids: body.approver_user_uids ?? before.approverUserUids,
       requiredApprovals: body.required_approvals ?? before.requiredApprovals,
       forbidInitiator: body.forbid_initiator ?? before.forbidInitiator,
+      requireRejectionReason: body.require_rejection_reason ?? before.requireRejectionReason,
       expiresAfterMinutes:
         body.expires_after_minutes !== undefined ? body.expires_after_minutes : before.expiresAfterMinutes,
       escalateAfterMinutes:

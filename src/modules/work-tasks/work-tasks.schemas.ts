@@ -198,7 +198,8 @@ export const PatchTaskBody = Type.Object(
     action: Type.Optional(
       Type.Union([Type.Literal('approve'), Type.Literal('reject'), Type.Literal('respond')], {
         description:
-          'approve (optionally with edited tool_args), reject (resolution_note required), or respond: ' +
+          'approve (optionally with edited tool_args), reject (resolution_note optional, unless the ' +
+          'approval policy requires a reason), or respond: ' +
           'feedback to the agent without deciding (feedback required; the approval stays open)',
       }),
     ),
@@ -206,7 +207,8 @@ export const PatchTaskBody = Type.Object(
     resolution_note: Type.Optional(
       Type.String({
         maxLength: 10_000,
-        description: 'required to reject (the reason); a note with an approval',
+        description:
+          'optional: the reason of a rejection (required only when the approval policy requires one), a note with an approval',
       }),
     ),
     feedback: Type.Optional(

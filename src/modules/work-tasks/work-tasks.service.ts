@@ -23,12 +23,14 @@ import {
   type TaskType,
 } from './work-tasks.tables.ts';
 import { withTextSearchIndexes } from '../../platform/db/session-role.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import { changesBetween, recordAuditEvent, recordUpdate, type AuditOrigin } from '../audit/audit.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 import { queueApprovalEmails } from './approval-emails.ts';
 import { isDeepStrictEqual } from 'node:util';
 import { policyFor, snapshotOf } from './approval-policies.service.ts';
 import { amountOf, refusalOf, toolTypeOf, type PolicySnapshot } from './approval-rules.ts';
+import { APPROVAL_ESCALATION_QUEUE, APPROVAL_EXPIRY_QUEUE } from './approval-deadline-queues.ts';
 
 type TaskRow = repo.TaskRow;
 
@@ -472,6 +474,13 @@ export async function raiseApproval(tx: DbOrTx, input: RaiseApprovalInput): Prom
   }
   await emitTaskCreated(tx, input.jobs, task);
   await queueApprovalEmails(tx, input.jobs, task, input.origin);
+  // Its deadlines' sweeps, due at the deadlines themselves (by the database's clock, as pg-boss reads
+  // `start_after`): a worker takes them within its polling interval. The every-minute schedule stays as
+  // the safety net; alone, its minute granularity and pg-boss's cron monitor left an approval up to
+  // two minutes past its deadline.
+  if (task.expiresAt) await input.jobs.enqueue(tx, APPROVAL_EXPIRY_QUEUE, {}, { startAfter: task.expiresAt });
+  if (task.escalateAt)
+    await input.jobs.enqueue(tx, APPROVAL_ESCALATION_QUEUE, {}, { startAfter: task.escalateAt });
   return task;
 }
 
@@ -638,11 +647,8 @@ function validateAnswer(body: PatchTaskBodyT): void {
   if (body.action === 'reject') {
     if (body.tool_args !== undefined)
       throw validationFailed('tool_args', 'Edited tool_args apply only to an approval');
-    if (!body.resolution_note?.trim())
-      throw validationFailed(
-        'resolution_note',
-        'A rejection needs a reason (resolution_note): the agent and your team will see it',
-      );
+    // The reason is optional (interface 4.5); a policy may opt in to requiring one (after the checks
+    // of who may decide, in resolveApproval).
   }
   if (body.action === 'respond') {
     if (body.tool_args !== undefined)
@@ -674,7 +680,7 @@ async function resolveApproval(
   if (task.expiresAt && (await repo.isPastExpiry(tx, org, task.uid)))
     throw new AppError(
       'approval_expired',
-      `This approval expired at ${task.expiresAt.toISOString()} (its policy's deadline); nothing was done`,
+      `This approval expired at ${utcText(task.expiresAt)} (its policy's deadline); nothing was done`,
     );
   const actor = userActor(ctx);
   const policy = task.policy;
@@ -693,6 +699,11 @@ async function resolveApproval(
     throw new AppError(
       'initiator_cannot_approve',
       `Under the policy "${policy!.name}" the person who started this cannot approve it; someone else must`,
+    );
+  if (action === 'reject' && policy?.require_rejection_reason && !body.resolution_note?.trim())
+    throw validationFailed(
+      'resolution_note',
+      `Under the policy "${policy.name}" a rejection needs a reason (resolution_note): the agent and your team will see it`,
     );
   if (action === 'respond') return respondToApproval(tx, jobs, ctx, task, body.feedback!.trim());
   // Edits are merged over what the agent asked for, so a reviewer can change one member (the body) and
@@ -725,8 +736,8 @@ async function resolveApproval(
       });
   }
 
-  // A rejection's reason is required (above); stored as given, less surrounding blanks.
-  const note = approve ? (body.resolution_note ?? null) : body.resolution_note!.trim();
+  // A rejection's reason is stored less surrounding blanks; none (or only blanks) is null.
+  const note = approve ? (body.resolution_note ?? null) : body.resolution_note?.trim() || null;
   const resolved = await repo.resolveTask(tx, org, task.uid, {
     status: approve ? 'done' : 'canceled',
     resolution: approve ? 'approved' : 'rejected',
@@ -782,12 +793,12 @@ async function resolveApproval(
 
 /**
  * Who won, for the one who lost a race (a click in Slack and one in the console at the same moment):
- * "This approval was already approved by Grace Hopper at 2026-11-26T10:03:00.000Z".
+ * "This approval was already approved by Grace Hopper at 2026-11-26 10:03 UTC".
  */
 async function alreadyDecidedText(tx: DbOrTx, task: TaskRow): Promise<string> {
   const [by] = task.resolvedByUserUid ? await repo.loadUsers(tx, [task.resolvedByUserUid]) : [];
   const who = by ? ` by ${by.fullName || by.email}` : '';
-  const when = task.resolvedAt ? ` at ${task.resolvedAt.toISOString()}` : '';
+  const when = task.resolvedAt ? ` at ${utcText(task.resolvedAt)}` : '';
   return `This approval was already ${task.resolution}${who}${when}`;
 }
 
