@@ -254,6 +254,31 @@ export async function dueDeliveries(db: DbOrTx, now: Date, limit: number): Promi
     .limit(limit);
 }
 
+/**
+ * An endpoint's deliveries that could be claimed now (due, not leased, first of their entity), oldest
+ * first: what waited while it was disabled.
+ */
+export async function dueDeliveriesOfEndpoint(
+  db: DbOrTx,
+  organizationUid: string,
+  endpointUid: string,
+  now: Date,
+  limit: number,
+): Promise<DeliveryRow[]> {
+  return db
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.organizationUid, organizationUid),
+        eq(webhookDeliveries.endpointUid, endpointUid),
+        claimable(now.toISOString()),
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.id))
+    .limit(limit);
+}
+
 /** The next pending delivery of the same entity to the same endpoint, once `delivery` is settled. */
 export async function nextOfEntity(db: DbOrTx, delivery: DeliveryRow): Promise<DeliveryRow | undefined> {
   const [row] = await db

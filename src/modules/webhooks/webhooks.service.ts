@@ -41,6 +41,8 @@ export const WEBHOOK_DELIVER_QUEUE = 'remit.webhooks.deliver';
 export const EVENT_RETENTION_MS = 30 * 86_400_000;
 /** The previous secret keeps signing this long after a rotation. */
 export const ROTATION_OVERLAP_MS = 86_400_000;
+/** How many waiting deliveries an endpoint enabled again enqueues at once (the sweep takes the rest). */
+const REENABLE_ENQUEUE_LIMIT = 1000;
 /** How much of an endpoint's answer the delivery log keeps. */
 export const RESPONSE_EXCERPT_CHARS = 1000;
 
@@ -318,6 +320,19 @@ export async function updateEndpoint(
       }
     }
     const after = (await repo.updateEndpoint(tx, ctx.organizationUid, uid, values))!;
+    if (after.enabled && !before.enabled) {
+      // What waited while it was disabled goes now, not at the next minute's sweep: a job for each,
+      // in this transaction (they exist exactly when the enabling commits). More than this many are
+      // left to the sweep.
+      const waiting = await repo.dueDeliveriesOfEndpoint(
+        tx,
+        ctx.organizationUid,
+        uid,
+        new Date(),
+        REENABLE_ENQUEUE_LIMIT,
+      );
+      for (const delivery of waiting) await enqueueDelivery(tx, options.jobs, delivery);
+    }
     await recordUpdate(tx, ctx, {
       organizationUid: ctx.organizationUid,
       action: 'webhook_endpoint.updated',
