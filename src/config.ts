@@ -67,6 +67,12 @@ export interface Config {
    * timeout, so a live attempt is never sent twice at once.
    */
   webhookLeaseMs: number;
+  /** How many deliveries one worker process sends at once (default 8). */
+  webhookConcurrency: number;
+  /** At most this many deliveries to one endpoint are in flight at once, over all processes (default 2). */
+  webhookEndpointMaxInFlight: number;
+  /** At most this many deliveries of one organization are in flight at once, over all processes (default 4). */
+  webhookOrganizationMaxInFlight: number;
   /** Object storage (CONTRACT §6): the embedded store under `dataDir`, or any S3 API. */
   objectStorage: ObjectStorageConfig;
   /** Seconds a presigned download URL stays valid (default 900; S3 allows at most 7 days). */
@@ -459,6 +465,9 @@ export function loadConfig(env: Env = process.env): Config {
     billingTimeoutMs: integer(env, 'BILLING_TIMEOUT_MS', 5000, 100, 60_000),
     webhookTimeoutMs,
     webhookLeaseMs: webhookLeaseMs(env, webhookTimeoutMs),
+    webhookConcurrency: integer(env, 'WEBHOOK_CONCURRENCY', 8, 1, 64),
+    webhookEndpointMaxInFlight: integer(env, 'WEBHOOK_ENDPOINT_MAX_IN_FLIGHT', 2, 1, 64),
+    webhookOrganizationMaxInFlight: integer(env, 'WEBHOOK_ORGANIZATION_MAX_IN_FLIGHT', 4, 1, 256),
     objectStorage: storage,
     presignedUrlExpiresS: integer(env, 'PRESIGNED_URL_EXPIRES_S', 900, 1, 604_800),
     smtpUrl: smtpUrl(env),

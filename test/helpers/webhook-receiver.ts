@@ -19,6 +19,9 @@ export class WebhookReceiver {
   readonly received: ReceivedWebhook[] = [];
   script: ReceiverAnswer[] = [];
   fallback: ReceiverAnswer = { status: 200, body: 'ok' };
+  /** Paths whose requests are held unanswered (whatever the script says) until `release`. */
+  readonly holding = new Set<string>();
+  private readonly held = new Map<string, http.ServerResponse[]>();
   private readonly hanging = new Set<http.ServerResponse>();
   private constructor(private readonly server: http.Server) {}
 
@@ -50,6 +53,12 @@ export class WebhookReceiver {
         body,
         json: JSON.parse(body) as ReceivedWebhook['json'],
       });
+      const path = request.url ?? '';
+      if (this.holding.has(path)) {
+        this.held.set(path, [...(this.held.get(path) ?? []), response]);
+        this.hanging.add(response);
+        return;
+      }
       const answer = this.script.shift() ?? this.fallback;
       if (answer === 'hang') {
         this.hanging.add(response);
@@ -58,6 +67,22 @@ export class WebhookReceiver {
       response.writeHead(answer.status, { 'content-type': 'text/plain' });
       response.end(answer.body ?? '');
     });
+  }
+
+  /** How many requests to `path` are held unanswered now. */
+  heldOn(path: string): number {
+    return (this.held.get(path) ?? []).filter((response) => !response.writableEnded && !response.destroyed)
+      .length;
+  }
+
+  /** Stops holding `path`: its held requests are answered 200, later ones as the script says. */
+  release(path: string): void {
+    this.holding.delete(path);
+    for (const response of this.held.get(path) ?? []) {
+      this.hanging.delete(response);
+      if (!response.destroyed) response.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    }
+    this.held.delete(path);
   }
 
   async close(): Promise<void> {

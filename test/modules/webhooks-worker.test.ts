@@ -21,7 +21,8 @@ let p: Principals;
 let receiver: WebhookReceiver;
 
 beforeAll(async () => {
-  t = await createTestApp({ workers: true, env: { RATE_LIMIT_MAX: '100000' } });
+  // A held request stays unanswered for the whole test (no timeout cuts it short).
+  t = await createTestApp({ workers: true, env: { RATE_LIMIT_MAX: '100000', WEBHOOK_TIMEOUT_MS: '60000' } });
   p = await createPrincipals(t);
   receiver = await WebhookReceiver.start();
 });
@@ -35,9 +36,9 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function register(path: string) {
-  const res = await call(t.app, 'POST', `/api/organization/${p.orgA.uid}/webhook-endpoints`, {
-    key: p.orgA.admin.key,
+async function register(path: string, org = p.orgA) {
+  const res = await call(t.app, 'POST', `/api/organization/${org.uid}/webhook-endpoints`, {
+    key: org.admin.key,
     body: { url: receiver.url(path) },
   });
   expect(res.status, res.raw).toBe(201);
@@ -145,4 +146,62 @@ describe('delivery by the workers', () => {
     );
     expect(got.map((r) => r.json.data.n)).toEqual([1, 2, 3, 4, 5]);
   });
+
+  it("one organization's hanging endpoints hold their share of the workers, not every other organization's deliveries", async () => {
+    const hanging = ['/hang/1', '/hang/2', '/hang/3'];
+    for (const path of hanging) {
+      receiver.holding.add(path);
+      await register(path);
+    }
+    // Six deliveries due for one organization (two events to three endpoints), none ever answered.
+    for (const n of [1, 2]) {
+      await t.db.transaction((tx) =>
+        emitEvent(
+          tx,
+          t.deps.jobs,
+          { organizationUid: p.orgA.uid },
+          'invoice.updated',
+          { type: 'invoice', uid: crypto.randomUUID() },
+          { n },
+        ),
+      );
+    }
+    const heldNow = () => hanging.reduce((sum, path) => sum + receiver.heldOn(path), 0);
+    await until(async () => heldNow() > 0, 'a hanging delivery to be sent');
+
+    // Another organization's invoice, to its healthy endpoint.
+    await register('/healthy', p.orgB);
+    const res = await call(t.app, 'POST', '/api/invoices', {
+      key: p.orgB.admin.key,
+      body: { invoice_type: 'ACCOUNTS_RECEIVABLE', invoice_number: 'WHW-FAIR', currency: 'USD' },
+    });
+    expect(res.status, res.raw).toBe(201);
+    await until(async () => receiver.on('/healthy').length > 0, 'the healthy delivery');
+    // It arrived while the hanging ones were still held, none of them answered.
+    expect(receiver.on('/healthy')[0]!.json).toMatchObject({ type: 'invoice.created' });
+    const received = hanging.reduce((sum, path) => sum + receiver.on(path).length, 0);
+    expect(heldNow()).toBe(received);
+    // Their share: at most 2 at once to one endpoint, 4 of one organization (the defaults).
+    expect(received).toBeLessThanOrEqual(4);
+    for (const path of hanging) expect(receiver.heldOn(path)).toBeLessThanOrEqual(2);
+    const [leased] = await rawQuery<{ n: number }>(
+      t.db,
+      `select count(*)::int as n from webhook_deliveries
+        where organization_uid = $1 and leased_until > now() and status in ('pending', 'failed')`,
+      [p.orgA.uid],
+    );
+    expect(leased!.n).toBeLessThanOrEqual(4);
+
+    // Answered at last: the ones passed over while the caps were full go too, every one of the six.
+    for (const path of hanging) receiver.release(path);
+    await until(async () => {
+      const [row] = await rawQuery<{ n: number }>(
+        t.db,
+        `select count(*)::int as n from webhook_deliveries where organization_uid = $1 and status = 'succeeded'`,
+        [p.orgA.uid],
+      );
+      return row!.n === 6;
+    }, 'all six deliveries to succeed');
+    expect(hanging.map((path) => receiver.on(path).length)).toEqual([2, 2, 2]);
+  }, 60_000);
 });

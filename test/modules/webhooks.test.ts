@@ -10,6 +10,7 @@ import { rawQuery } from '../../src/platform/db/client.ts';
 import { claimDelivery } from '../../src/modules/webhooks/webhooks.repository.ts';
 import {
   deliverDueWebhooks,
+  deliverWebhook,
   emitEvent,
   purgeOldEvents,
   sendDisabledNotice,
@@ -654,6 +655,34 @@ describe('delivery', () => {
     expect(enabled.body.data).toMatchObject({ enabled: true, disabled_reason: null, failing_since: null });
     // Enabled again before the notice went: there is nothing left to tell.
     expect(await sendDisabledNotice(noticeDeps, notice!.data)).toBe(0);
+  });
+
+  it('enabling an endpoint again enqueues its waiting deliveries in the same transaction, not at the sweep', async () => {
+    const endpoint = await register();
+    const patch = (enabled: boolean) =>
+      call(t.app, 'PATCH', `${base()}/${endpoint.uid}`, { key: admin(), body: { enabled } });
+    // Emitted while it was enabled, disabled by hand before its job ran: the job finds nothing to send.
+    await emit('invoice.updated', entity(), { waited: true });
+    expect((await patch(false)).status).toBe(200);
+    const [delivery] = await deliveriesOf(endpoint.uid);
+    expect(await deliverWebhook(t.db, options, delivery.uid)).toBe('skipped');
+    const jobsOf = async () =>
+      rawQuery<{ state: string; start_after: Date }>(
+        t.db,
+        `select state, start_after from pgboss.job where name = $1 and data->>'delivery_uid' = $2`,
+        [WEBHOOK_DELIVER_QUEUE, delivery.uid],
+      );
+    const before = (await jobsOf()).length;
+
+    const enabling = Date.now();
+    expect((await patch(true)).status).toBe(200);
+    const after = await jobsOf();
+    // One more job, due now (the sweep would have taken it up to a minute later).
+    expect(after).toHaveLength(before + 1);
+    expect(after.some((job) => new Date(job.start_after).getTime() <= enabling + 5000)).toBe(true);
+    // What that job does: the delivery goes.
+    expect(await deliverWebhook(t.db, options, delivery.uid)).toBe('succeeded');
+    expect(receiver.on(endpoint.path).map((r) => r.json.data)).toEqual([{ waited: true }]);
   });
 
   it('resend sends a settled delivery again, with the same webhook-id', async () => {

@@ -27,9 +27,15 @@ interface DeliverJobData {
 export async function registerWebhookJobs(deps: JobDeps, log: FastifyBaseLogger): Promise<void> {
   const { jobs, database } = deps;
   const options = webhookOptionsOf(deps);
-  await jobs.define<DeliverJobData>(WEBHOOK_DELIVER_QUEUE, async (data) => {
-    await deliverWebhook(database.db, options, data.delivery_uid);
-  });
+  // Several attempts at once (WEBHOOK_CONCURRENCY), so an endpoint that hangs holds its share of the
+  // workers and not the queue; the in-flight caps keep one endpoint or organization from taking them all.
+  await jobs.define<DeliverJobData>(
+    WEBHOOK_DELIVER_QUEUE,
+    async (data) => {
+      await deliverWebhook(database.db, options, data.delivery_uid);
+    },
+    { concurrency: deps.config.webhookConcurrency },
+  );
   await jobs.define(WEBHOOK_SWEEP_QUEUE, async () => {
     const counts = await deliverDueWebhooks(database.db, options);
     if (counts.succeeded + counts.failed + counts.abandoned > 0) log.info(counts, 'webhook deliveries swept');

@@ -208,8 +208,9 @@ export async function listDeliveries(
 
 /**
  * Takes one delivery for an attempt, or nothing when it is not due, is held by another worker's lease,
- * its endpoint is disabled, or an earlier delivery of the same entity to the same endpoint is still
- * pending (per-entity order). The attempt is counted now, before the call: a worker killed mid-send
+ * its endpoint is disabled, an earlier delivery of the same entity to the same endpoint is still
+ * pending (per-entity order), or (given `caps`) its endpoint or organization has as many attempts in
+ * flight as they may. The attempt is counted now, before the call: a worker killed mid-send
  * leaves the row pending, and it is taken again once `leasedUntil` has passed (at least once).
  */
 export async function claimDelivery(
@@ -217,6 +218,7 @@ export async function claimDelivery(
   uid: string,
   now: Date,
   leasedUntil: Date,
+  caps?: InFlightCaps,
 ): Promise<DeliveryRow | undefined> {
   const at = now.toISOString();
   const [row] = await db
@@ -228,7 +230,7 @@ export async function claimDelivery(
       lastAttemptAt: now,
       updatedAt: sql`now()`,
     })
-    .where(and(eq(webhookDeliveries.uid, uid), claimable(at)))
+    .where(and(eq(webhookDeliveries.uid, uid), claimable(at), caps ? underCaps(at, caps) : undefined))
     .returning();
   return row;
 }
@@ -243,6 +245,68 @@ const claimable = (at: string) => sql`${webhookDeliveries.status} in ('pending',
                      and earlier.entity_type = ${webhookDeliveries.entityType}
                      and earlier.entity_uid = ${webhookDeliveries.entityUid}
                      and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`;
+
+/** What in-flight caps a claim honours: attempts leased and not settled, counted over all processes. */
+export interface InFlightCaps {
+  endpoint: number;
+  organization: number;
+}
+
+/** Attempts of the delivery's endpoint (other than itself) leased and not settled at `at`. */
+const inFlightOfEndpoint = (at: string) => sql`(select count(*) from ${webhookDeliveries} f
+   where f.endpoint_uid = ${webhookDeliveries.endpointUid} and f.uid <> ${webhookDeliveries.uid}
+     and f.status in ('pending', 'failed') and f.leased_until > ${at}::timestamptz)`;
+
+/** Attempts of the delivery's organization (other than itself) leased and not settled at `at`. */
+const inFlightOfOrganization = (at: string) => sql`(select count(*) from ${webhookDeliveries} f
+   where f.endpoint_uid in (select e.uid from ${webhookEndpoints} e
+                             where e.organization_uid = ${webhookDeliveries.organizationUid})
+     and f.uid <> ${webhookDeliveries.uid}
+     and f.status in ('pending', 'failed') and f.leased_until > ${at}::timestamptz)`;
+
+const underCaps = (at: string, caps: InFlightCaps) =>
+  sql`${inFlightOfEndpoint(at)} < ${caps.endpoint} and ${inFlightOfOrganization(at)} < ${caps.organization}`;
+
+/**
+ * Serializes, until the transaction ends, the claims and settlements of one organization's deliveries
+ * (a transaction-scoped advisory lock on the delivery's organization), so in-flight caps hold exactly
+ * across processes. Taken before any row lock. Returns the delivery's organization, or nothing.
+ */
+export async function lockDeliveryOrganization(db: DbOrTx, deliveryUid: string): Promise<string | undefined> {
+  const result = await db.execute(sql`
+    select organization_uid,
+           pg_advisory_xact_lock(hashtextextended('remit.webhooks.' || organization_uid::text, 0))::text
+      from ${webhookDeliveries} where uid = ${deliveryUid}`);
+  const list = (result as unknown as { rows: { organization_uid: string }[] }).rows;
+  return list[0]?.organization_uid;
+}
+
+/**
+ * The delivery of an organization that goes next once one of its attempts has settled (a slot free):
+ * the oldest that could be claimed now and whose endpoint is under its cap. It may have been passed
+ * over while the caps were full; its own job may be gone.
+ */
+export async function nextUnderCaps(
+  db: DbOrTx,
+  organizationUid: string,
+  now: Date,
+  caps: InFlightCaps,
+): Promise<DeliveryRow | undefined> {
+  const at = now.toISOString();
+  const [row] = await db
+    .select()
+    .from(webhookDeliveries)
+    .where(
+      and(
+        eq(webhookDeliveries.organizationUid, organizationUid),
+        claimable(at),
+        sql`${inFlightOfEndpoint(at)} < ${caps.endpoint}`,
+      ),
+    )
+    .orderBy(asc(webhookDeliveries.nextAttemptAt), asc(webhookDeliveries.id))
+    .limit(1);
+  return row;
+}
 
 /**
  * An endpoint enabled again: its waiting deliveries that are first of their entity (the others follow

@@ -52,6 +52,8 @@ export interface WebhookOptions {
   secrets: SecretBox;
   /** The queue the delivery jobs (and an endpoint's disabled notice) are enqueued into. */
   jobs: Jobs;
+  /** Attempts in flight at once to one endpoint, and of one organization (over all processes). */
+  caps: repo.InFlightCaps;
   metrics?: Metrics | undefined;
 }
 
@@ -64,6 +66,10 @@ export function webhookOptionsOf(
     leaseMs: deps.config.webhookLeaseMs,
     secrets: deps.secrets,
     jobs: deps.jobs,
+    caps: {
+      endpoint: deps.config.webhookEndpointMaxInFlight,
+      organization: deps.config.webhookOrganizationMaxInFlight,
+    },
     metrics: deps.metrics,
   };
 }
@@ -489,7 +495,11 @@ export async function deliverWebhook(
 ): Promise<DeliveryOutcome> {
   const leasedUntil = new Date(now.getTime() + options.leaseMs);
   const claimed = await db.transaction(async (tx) => {
-    const delivery = await repo.claimDelivery(tx, deliveryUid, now, leasedUntil);
+    // Claims of one organization one at a time, so its caps hold however many workers claim at once.
+    if (!(await repo.lockDeliveryOrganization(tx, deliveryUid))) return undefined;
+    // Over a cap, the delivery is left pending and this worker is free at once: the attempt that
+    // settles next in its organization enqueues it again (releaseNextUnderCaps), the sweep otherwise.
+    const delivery = await repo.claimDelivery(tx, deliveryUid, now, leasedUntil, options.caps);
     if (!delivery) return undefined;
     // Whoever takes this job once the lease has ended finds the delivery settled (and skips it) unless
     // this worker died mid-send: then it is the next attempt, seconds after the lease rather than at
@@ -542,8 +552,10 @@ export async function deliverWebhook(
   const durationMs = Math.round(performance.now() - started);
 
   return db.transaction(async (tx) => {
-    // The endpoint's row is locked before its delivery's, the order every writer keeps (deleting an
-    // endpoint locks it, then its deliveries by cascade); the other order deadlocks with a delete.
+    // The organization's claim lock first (as a claim takes it), then the endpoint's row before its
+    // delivery's, the order every writer keeps (deleting an endpoint locks it, then its deliveries by
+    // cascade); the other order deadlocks with a delete.
+    await repo.lockDeliveryOrganization(tx, delivery.uid);
     const current = await repo.findEndpoint(tx, endpoint.organizationUid, endpoint.uid, {
       forNoKeyUpdate: true,
     });
@@ -567,6 +579,7 @@ export async function deliverWebhook(
         lastSuccessAt: now,
       });
       await releaseNextOfEntity(tx, options.jobs, delivery);
+      await releaseNextUnderCaps(tx, options, delivery, now);
       return 'succeeded';
     }
     const next = nextAttemptAfter(delivery.attempts, delivery.firstAttemptAt ?? now, now);
@@ -577,6 +590,7 @@ export async function deliverWebhook(
     });
     if (next) await enqueueDelivery(tx, options.jobs, delivery, next);
     else await releaseNextOfEntity(tx, options.jobs, delivery);
+    await releaseNextUnderCaps(tx, options, delivery, now);
     await noteEndpointFailure(
       tx,
       options.jobs,
@@ -593,6 +607,20 @@ export async function deliverWebhook(
 async function releaseNextOfEntity(tx: DbOrTx, jobs: Jobs, delivery: repo.DeliveryRow): Promise<void> {
   const next = await repo.nextOfEntity(tx, delivery);
   if (next) await enqueueDelivery(tx, jobs, next);
+}
+
+/**
+ * An attempt settled frees a slot of its endpoint and organization: the organization's oldest delivery
+ * that can go now (one a claim passed over while the caps were full) is enqueued for it.
+ */
+async function releaseNextUnderCaps(
+  tx: DbOrTx,
+  options: WebhookOptions,
+  delivery: repo.DeliveryRow,
+  now: Date,
+): Promise<void> {
+  const next = await repo.nextUnderCaps(tx, delivery.organizationUid, now, options.caps);
+  if (next) await enqueueDelivery(tx, options.jobs, next);
 }
 
 /**

@@ -37,7 +37,7 @@ export const approvalPolicies = pgTable(
       .default(sql`'{}'::uuid[]`),
     requiredApprovals: integer('required_approvals').notNull().default(1),
     forbidInitiator: boolean('forbid_initiator').notNull().default(false),
-    /** Opt-in (migration 0035): a rejection of an approval it governs needs a reason. */
+    /** Opt-in (migration 0037): a rejection of an approval it governs needs a reason. */
     requireRejectionReason: boolean('require_rejection_reason').notNull().default(false),
     expiresAfterMinutes: integer('expires_after_minutes'),
     escalateAfterMinutes: integer('escalate_after_minutes'),

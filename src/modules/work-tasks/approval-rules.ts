@@ -20,7 +20,7 @@ export interface PolicySnapshot {
   approver_user_uids: string[];
   required_approvals: number;
   forbid_initiator: boolean;
-  /** A rejection needs a `resolution_note` (absent on snapshots taken before migration 0035: false). */
+  /** A rejection needs a `resolution_note` (absent on snapshots taken before migration 0037: false). */
   require_rejection_reason?: boolean;
   expires_after_minutes: number | null;
   escalate_after_minutes: number | null;

@@ -27,6 +27,11 @@ export interface QueueOptions {
    * failed and retried (if it has retries left). Default 15 minutes.
    */
   expireInSeconds?: number;
+  /**
+   * How many of the queue's jobs this process runs at once (default 1): that many workers, each
+   * fetching and running one job, so a job that hangs holds one of them and not the queue.
+   */
+  concurrency?: number;
 }
 
 interface SqlExecutor {
@@ -34,6 +39,12 @@ interface SqlExecutor {
 }
 
 export const PGBOSS_SCHEMA = 'pgboss';
+
+/** One of this process's workers of a queue: its pg-boss id, and whether it is running a job. */
+interface Slot {
+  id?: string;
+  busy: boolean;
+}
 
 /** How long after an enqueue outside a request's unit of work this process's worker looks for it. */
 const WAKE_DELAY_MS = 20;
@@ -92,8 +103,9 @@ export class Jobs {
   private readonly declaredSchedules = new Map<string, string>();
   private readonly handlers = new Map<string, JobHandler<never>>();
   private working = false;
-  /** This process's worker of each queue it works (its pg-boss id once work() returned). */
-  private readonly workers = new Map<string, { id?: string }>();
+  /** This process's workers of each queue it works (their pg-boss ids once work() returned). */
+  private readonly workers = new Map<string, Slot[]>();
+  private readonly concurrency = new Map<string, number>();
   private readonly wakeTimers = new Map<string, NodeJS.Timeout>();
 
   private constructor(
@@ -159,12 +171,14 @@ export class Jobs {
     handler?: JobHandler<T>,
     options?: QueueOptions,
   ): Promise<void> {
+    const { concurrency, ...queueOptions } = options ?? {};
+    if (concurrency !== undefined) this.concurrency.set(name, Math.max(1, Math.floor(concurrency)));
     if (!this.queues.has(name)) {
       const declared = this.declaredQueues.get(name);
       if (!declared) await this.boss.createQueue(name);
-      const changed =
-        options?.expireInSeconds !== undefined && declared?.expireInSeconds !== options.expireInSeconds;
-      if (options && (!declared || changed)) await this.boss.updateQueue(name, { name, ...options });
+      const stored = options?.expireInSeconds !== undefined ? queueOptions : undefined;
+      const changed = stored !== undefined && declared?.expireInSeconds !== stored.expireInSeconds;
+      if (stored && (!declared || changed)) await this.boss.updateQueue(name, { name, ...stored });
       this.queues.add(name);
     }
     if (handler) {
@@ -175,20 +189,39 @@ export class Jobs {
 
   private async workQueue(name: string): Promise<void> {
     const handler = this.handlers.get(name)!;
-    // Filled in once work() returns; the first batch may come before (it then waits the interval).
-    const worker: { id?: string } = {};
-    this.workers.set(name, worker);
-    worker.id = await this.boss.work<object>(
-      name,
-      { pollingIntervalSeconds: this.pollIntervalSeconds },
-      async (batch) => {
-        for (const job of batch) await this.run(handler as JobHandler<object>, job);
-        // pg-boss waits out the polling interval after every job it found: a queue with a backlog
-        // drained one job per interval (webhook deliveries at two a second in production). Found one,
-        // look again at once; an empty fetch waits the interval as before.
-        if (worker.id) this.boss.notifyWorker(worker.id);
-      },
-    );
+    const slots: Slot[] = [];
+    this.workers.set(name, slots);
+    for (let n = 0; n < (this.concurrency.get(name) ?? 1); n += 1) {
+      // Filled in once work() returns; the first batch may come before (it then waits the interval).
+      const slot: Slot = { busy: false };
+      slots.push(slot);
+      slot.id = await this.boss.work<object>(
+        name,
+        { pollingIntervalSeconds: this.pollIntervalSeconds },
+        async (batch) => {
+          slot.busy = true;
+          // A job found: there may be more, and an idle worker of the queue looks for them now rather
+          // than at its next poll (a backlog spreads over the workers at once).
+          this.notifyIdle(name);
+          try {
+            for (const job of batch) await this.run(handler as JobHandler<object>, job);
+          } finally {
+            slot.busy = false;
+          }
+          // pg-boss waits out the polling interval after every job it found: a queue with a backlog
+          // drained one job per interval (webhook deliveries at two a second in production). Found one,
+          // look again at once; an empty fetch waits the interval as before.
+          if (slot.id) this.boss.notifyWorker(slot.id);
+        },
+      );
+    }
+  }
+
+  /** One worker of the queue that is not running a job looks for one now (none: each looks when done). */
+  private notifyIdle(name: string): void {
+    if (this.stopped.yes) return;
+    const idle = this.workers.get(name)?.find((slot) => !slot.busy && slot.id);
+    if (idle) this.boss.notifyWorker(idle.id!);
   }
 
   /** One job: its own trace, its log lines marked with it, its outcome and duration counted. */
@@ -260,11 +293,8 @@ export class Jobs {
    * (WAKE_DELAY_MS) — a look before the commit finds nothing and costs one empty fetch.
    */
   private async wakeAfterCommit(name: string): Promise<void> {
-    const worker = this.workers.get(name);
-    if (!worker) return;
-    const wake = () => {
-      if (worker.id && !this.stopped.yes) this.boss.notifyWorker(worker.id);
-    };
+    if (!this.workers.has(name)) return;
+    const wake = () => this.notifyIdle(name);
     if (inRequestTransaction()) {
       await afterCommit(wake);
       return;
