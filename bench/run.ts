@@ -22,6 +22,7 @@ import { cleanupAll, cleanupStarted, errorMessage, onCleanup } from './lib/clean
 import { capturePlans, type PlanCapture } from './lib/explain.ts';
 import { captureSearchPlans, type SearchPlanCapture } from './lib/search-explain.ts';
 import {
+  loadGenerator,
   measure,
   probe,
   type Figures,
@@ -226,7 +227,7 @@ function loadSettings(): Settings {
   if (scenarios.length === 0 && startup.length === 0 && approvals.length === 0) {
     throw new BenchError('no scenario selected');
   }
-  const connections = intFromEnv('BENCH_CONNECTIONS', 10, 1);
+  const connections = intFromEnv('BENCH_CONNECTIONS', 50, 1);
   const rssRequests = sizesFromEnv('BENCH_RSS_REQUESTS', [20_000, 200_000]);
   if (rssRequests.length < 2 || rssRequests[0]! < connections) {
     throw new BenchError(
@@ -977,6 +978,8 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       warmup_s: settings.warmupS,
       connections: settings.connections,
       pipelining: settings.pipelining,
+      load_generator: loadGenerator().generator,
+      load_generator_note: loadGenerator().note,
       pinning: {
         enabled: pinning.enabled,
         server_cpu: pinning.serverCpu,
@@ -1099,6 +1102,8 @@ async function main(): Promise<number> {
   if (pinning.enabled && process.env.BENCH_PINNED !== '1') return reexecPinned(pinning);
   if (!pinning.enabled)
     log(`bench: running UNPINNED (${pinning.note ?? 'pinning off'}); figures are noisier`);
+  const generator = loadGenerator();
+  log(`bench: load generator ${generator.generator} (${generator.note})`);
 
   const onSignal = (signal: NodeJS.Signals) => {
     if (cleanupStarted()) return;

@@ -295,7 +295,7 @@ function postgresBackendSeconds(database: string): Map<number, number> {
 export interface CpuUse {
   /** CPU time of the server process ÷ wall time (100 = one core fully used). */
   server_percent: number | null;
-  /** Same for this process (autocannon runs here). */
+  /** Same for the load generator: this process (autocannon) or its wrk child, whichever ran the load. */
   load_generator_percent: number;
   /** Same for the PostgreSQL backends of the bench database (null without PostgreSQL or /proc). */
   postgres_percent: number | null;
@@ -308,10 +308,26 @@ export interface CpuUse {
   core_busy_percent: Record<string, number>;
 }
 
+/**
+ * CPU seconds of this process's children that have exited and been waited for (Linux: cutime + cstime
+ * of /proc/self/stat), e.g. a wrk run; null elsewhere.
+ */
+function reapedChildrenCpuSeconds(): number | null {
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, cutime 16, cstime 17.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[13]) + Number(fields[14])) / ticksPerSecond();
+  } catch {
+    return null;
+  }
+}
+
 export function cpuSampler(serverPid: number | undefined, postgresDatabase?: string): { stop(): CpuUse } {
   const started = process.hrtime.bigint();
   const server = serverPid === undefined ? null : processCpuSeconds(serverPid);
   const self = process.cpuUsage();
+  const children = reapedChildrenCpuSeconds();
   const cores = coreTimes();
   const backends = postgresDatabase ? postgresBackendSeconds(postgresDatabase) : null;
   return {
@@ -330,7 +346,11 @@ export function cpuSampler(serverPid: number | undefined, postgresDatabase?: str
       }
       const percent = (seconds: number) => Math.round((100 * seconds) / wallS);
       const serverSeconds = server !== null && serverEnd !== null ? serverEnd - server : null;
-      const selfSeconds = (selfUsed.user + selfUsed.system) / 1e6;
+      const childrenEnd = reapedChildrenCpuSeconds();
+      // This process's own time plus that of a load generator child (wrk) that ran and exited meanwhile.
+      const selfSeconds =
+        (selfUsed.user + selfUsed.system) / 1e6 +
+        (children !== null && childrenEnd !== null ? childrenEnd - children : 0);
       let postgresSeconds: number | null = null;
       if (backends && backendsEnd && backendsEnd.size > 0) {
         postgresSeconds = 0;

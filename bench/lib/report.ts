@@ -131,6 +131,9 @@ export interface BenchResults {
     warmup_s: number;
     connections: number;
     pipelining: number;
+    /** wrk (native) or autocannon (in the bench process), and why. */
+    load_generator: 'wrk' | 'autocannon';
+    load_generator_note: string;
     pinning: {
       enabled: boolean;
       server_cpu: string;

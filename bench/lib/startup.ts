@@ -2,8 +2,8 @@
  * The `startup` group of `npm run bench` (issue 17): how fast the compiled server is ready and how much
  * memory it holds, idle and under load. See bench/README.md ("Start and footprint").
  *
- * - `start-*`: time from spawning `node --enable-source-maps dist/server.js` to its first 200 from
- *   `GET /healthz` (polled every 5 ms), then the server process's resident memory (VmRSS) once idle.
+ * - `start-*`: time from spawning `node --enable-source-maps dist/server.js` (`npm-start-*`: `npm start`) to its first 200 from
+ *   `GET /readyz` (polled every 5 ms), then the server process's resident memory (VmRSS) once idle.
  * - `rss-growth-*`: VmRSS (once idle) after 20,000 and after 200,000 requests of `GET /api/me` on one
  *   server.
  */
@@ -34,6 +34,9 @@ export type StartupId =
   | 'start-postgres-migrated-workers'
   | 'start-pglite-restart'
   | 'start-pglite-fresh'
+  | 'npm-start-postgres-migrated'
+  | 'npm-start-pglite-restart'
+  | 'npm-start-pglite-fresh'
   | 'rss-growth-postgres'
   | 'rss-growth-pglite';
 
@@ -43,6 +46,8 @@ interface StartupItem {
   engine: Engine;
   title: string;
   kind: 'start' | 'rss-growth';
+  /** How the server is started: `node … dist/server.js` itself, or `npm start` as a user types it. */
+  via: 'node' | 'npm';
 }
 
 const startupItem = (
@@ -50,12 +55,14 @@ const startupItem = (
   engine: Engine,
   title: string,
   kind: StartupItem['kind'],
+  via: StartupItem['via'] = 'node',
 ): StartupItem => ({
   id,
   group: STARTUP_GROUP,
   engine,
   title,
   kind,
+  via,
 });
 
 /** Every measurement of the group, in the order they run (selectable by id, pattern or "startup"). */
@@ -69,6 +76,27 @@ export const STARTUP_ITEMS: readonly StartupItem[] = [
   ),
   startupItem('start-pglite-restart', 'pglite', 'start, PGlite, existing data directory', 'start'),
   startupItem('start-pglite-fresh', 'pglite', 'start, PGlite, fresh data directory', 'start'),
+  startupItem(
+    'npm-start-postgres-migrated',
+    'postgres',
+    '`npm start`, PostgreSQL, migrations applied',
+    'start',
+    'npm',
+  ),
+  startupItem(
+    'npm-start-pglite-restart',
+    'pglite',
+    '`npm start`, PGlite, existing data directory',
+    'start',
+    'npm',
+  ),
+  startupItem(
+    'npm-start-pglite-fresh',
+    'pglite',
+    '`npm start`, PGlite, fresh data directory',
+    'start',
+    'npm',
+  ),
   startupItem('rss-growth-postgres', 'postgres', 'RSS under GET /api/me, PostgreSQL', 'rss-growth'),
   startupItem('rss-growth-pglite', 'pglite', 'RSS under GET /api/me, PGlite', 'rss-growth'),
 ];
@@ -79,11 +107,14 @@ const TARGETS: Record<StartupId, { readyMs?: number; idleRssMib?: number; growth
   'start-postgres-migrated-workers': { readyMs: 1000, idleRssMib: 150 },
   'start-pglite-restart': { readyMs: 2000, idleRssMib: 300 },
   'start-pglite-fresh': { readyMs: 5000, idleRssMib: 300 },
+  'npm-start-postgres-migrated': { readyMs: 1000, idleRssMib: 150 },
+  'npm-start-pglite-restart': { readyMs: 2000, idleRssMib: 300 },
+  'npm-start-pglite-fresh': { readyMs: 5000, idleRssMib: 300 },
   'rss-growth-postgres': { growthPercent: 15 },
   'rss-growth-pglite': { growthPercent: 15 },
 };
 
-/** How often /healthz is asked while a server starts, and how long one ask may take. */
+/** How often /readyz is asked while a server starts, and how long one ask may take. */
 const POLL_INTERVAL_MS = 5;
 const POLL_TIMEOUT_MS = 250;
 /** Idle: at least this long after ready, then until VmRSS varies ≤ 1 % over 1 s (at most the cap). */
@@ -105,8 +136,13 @@ export interface StartupTarget {
 }
 
 export interface StartRun {
-  /** Spawn → first 200 from GET /healthz. */
+  /** Spawn (of node, or of `npm start`) → first 200 from GET /readyz. */
   ready_ms: number;
+  /**
+   * CPU seconds used to get there (user + system; with `npm start`, npm's and the prestart check's
+   * too): much less sensitive than ready_ms to other work on the machine.
+   */
+  ready_cpu_s: number | null;
   /** VmRSS of the server process once idle, its peak so far (VmHWM), and when it was read. */
   idle_rss_bytes: number | null;
   peak_rss_bytes: number | null;
@@ -213,7 +249,25 @@ interface Started {
   baseUrl: string;
   pid: number;
   readyMs: number;
+  /** CPU seconds (user + system) spent to ready: the server's, plus npm's and its finished children's. */
+  readyCpuS: number | null;
 }
+
+/** utime + stime (and with `children`, cutime + cstime of waited-for children) of a process, in ticks. */
+function cpuTicks(pid: number, children: boolean): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat
+      .slice(stat.lastIndexOf(')') + 2)
+      .split(' ')
+      .map(Number);
+    return fields[11]! + fields[12]! + (children ? fields[13]! + fields[14]! : 0);
+  } catch {
+    return null;
+  }
+}
+/** Linux's USER_HZ: /proc/<pid>/stat counts in hundredths of a second. */
+const TICKS_PER_S = 100;
 
 interface StartContext {
   pinning: Pinning;
@@ -221,18 +275,56 @@ interface StartContext {
   log: (message: string) => void;
 }
 
-/** Spawns the compiled server (pinned like the others) and times it to its first 200 from /healthz. */
-async function startTimed(name: string, env: Record<string, string>, ctx: StartContext): Promise<Started> {
+/** The pid of a descendant of `pid` running dist/server.js (`npm start` → sh → node), if any. */
+function serverDescendant(pid: number): number | undefined {
+  const children = (parent: number): number[] => {
+    try {
+      return readFileSync(`/proc/${parent}/task/${parent}/children`, 'utf8')
+        .split(/\s+/)
+        .filter(Boolean)
+        .map(Number);
+    } catch {
+      return [];
+    }
+  };
+  const queue = children(pid);
+  while (queue.length > 0) {
+    const candidate = queue.shift()!;
+    try {
+      const cmdline = readFileSync(`/proc/${candidate}/cmdline`, 'utf8').split('\0');
+      // node itself, not the `sh -c "node … dist/server.js"` npm runs it through.
+      const isNode = path.basename(cmdline[0] ?? '').startsWith('node');
+      if (isNode && cmdline.some((arg) => arg === 'dist/server.js')) return candidate;
+    } catch {
+      // gone meanwhile
+    }
+    queue.push(...children(candidate));
+  }
+  return undefined;
+}
+
+/**
+ * Spawns the compiled server (pinned like the others) and times it to its first 200 from /readyz
+ * (the database answers, migrations are applied). `via: 'npm'` spawns `npm start` as a user types it:
+ * npm itself, the prestart build check, then the server; the pid measured is then the server's, found
+ * among npm's descendants.
+ */
+async function startTimed(
+  name: string,
+  env: Record<string, string>,
+  ctx: StartContext,
+  via: 'node' | 'npm' = 'node',
+): Promise<Started> {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const url = `${baseUrl}/healthz`;
+  const url = `${baseUrl}/readyz`;
   const childEnvironment = childEnv({ ...REMIT_ENV, ...env, PORT: String(port), HOST: '127.0.0.1' });
   const started = performance.now();
   // taskset (when pinning) execs node: the pid is the server's own.
   const child = spawnChild({
     name,
-    command: process.execPath,
-    args: REMIT_SERVER_ARGS,
+    command: via === 'npm' ? 'npm' : process.execPath,
+    args: via === 'npm' ? ['start', '--silent'] : REMIT_SERVER_ARGS,
     cwd: repoRoot,
     env: childEnvironment,
     cpu: ctx.pinning.enabled ? ctx.pinning.serverCpu : undefined,
@@ -255,6 +347,19 @@ async function startTimed(name: string, env: Record<string, string>, ctx: StartC
     await sleep(POLL_INTERVAL_MS);
   }
   const readyMs = performance.now() - started;
+  if (via === 'npm') {
+    const server = pid === undefined ? undefined : serverDescendant(pid);
+    if (server === undefined) {
+      await child.stop();
+      throw new BenchError(`${name}: no process running dist/server.js under npm (pid ${pid})`);
+    }
+    const serverTicks = cpuTicks(server, true);
+    const npmTicks = pid === undefined ? null : cpuTicks(pid, true);
+    const readyCpuS =
+      serverTicks === null || npmTicks === null ? null : (serverTicks + npmTicks) / TICKS_PER_S;
+    return { child, baseUrl, pid: server, readyMs, readyCpuS };
+  }
+  const ticks = pid === undefined ? null : cpuTicks(pid, true);
   // The RSS read must be the server's: make sure the pid is node running dist/server.js, not a wrapper.
   try {
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
@@ -266,7 +371,7 @@ async function startTimed(name: string, env: Record<string, string>, ctx: StartC
     if (error instanceof BenchError) throw error;
     // no /proc: RSS is not read either
   }
-  return { child, baseUrl, pid, readyMs };
+  return { child, baseUrl, pid, readyMs, readyCpuS: ticks === null ? null : ticks / TICKS_PER_S };
 }
 
 /** Waits until the server idles (≥ 2 s after ready, then VmRSS steady within 1 % over 1 s; ≤ 10 s). */
@@ -302,8 +407,13 @@ async function stopTimed(child: Child): Promise<{ ms: number; exit: string }> {
 }
 
 /** One timed start: ready time, idle RSS, stop. */
-async function oneStart(name: string, env: Record<string, string>, ctx: StartContext): Promise<StartRun> {
-  const started = await startTimed(name, env, ctx);
+async function oneStart(
+  name: string,
+  env: Record<string, string>,
+  ctx: StartContext,
+  via: 'node' | 'npm',
+): Promise<StartRun> {
+  const started = await startTimed(name, env, ctx, via);
   const readyAt = performance.now();
   try {
     const idle = await idleRss(started.pid, readyAt);
@@ -311,11 +421,13 @@ async function oneStart(name: string, env: Record<string, string>, ctx: StartCon
       throw new BenchError(`${name} died while idle\n${indent(started.child.output())}`);
     }
     const stop = await stopTimed(started.child);
-    if (stop.exit !== 'exit 0') {
+    // npm itself ends by the signal it forwarded to the server.
+    if (stop.exit !== 'exit 0' && !(via === 'npm' && stop.exit === 'SIGTERM')) {
       ctx.log(`    ${name} stopped with ${stop.exit}\n${indent(started.child.output())}`);
     }
     return {
       ready_ms: round1(started.readyMs),
+      ready_cpu_s: started.readyCpuS,
       idle_rss_bytes: idle.rss,
       peak_rss_bytes: idle.peak,
       idle_after_ms: idle.afterMs,
@@ -437,7 +549,7 @@ async function measureStarts(
     root: string;
   },
 ): Promise<StartMeasurement> {
-  const fresh = item.id === 'start-pglite-fresh';
+  const fresh = item.id === 'start-pglite-fresh' || item.id === 'npm-start-pglite-fresh';
   const workers = item.id === 'start-postgres-migrated-workers';
   const result: StartMeasurement = {
     id: item.id,
@@ -468,10 +580,10 @@ async function measureStarts(
         runEnv = item.engine === 'postgres' ? env.postgresEnv : env.pgliteEnv;
       }
       if (workers) runEnv = { ...runEnv, RUN_WORKERS: 'true' };
-      const run = await oneStart(`Remit (${item.id} #${i})`, runEnv, ctx);
+      const run = await oneStart(`Remit (${item.id} #${i})`, runEnv, ctx, item.via);
       result.runs.push(run);
       ctx.log(
-        `    #${i}: ready in ${fmtMs(run.ready_ms)}, idle RSS ${fmtMib(run.idle_rss_bytes)} (after ${(run.idle_after_ms / 1000).toFixed(1)} s; peak ${fmtMib(run.peak_rss_bytes)}), stopped in ${run.stop_ms} ms`,
+        `    #${i}: ready in ${fmtMs(run.ready_ms)} (CPU ${run.ready_cpu_s ?? '?'} s), idle RSS ${fmtMib(run.idle_rss_bytes)} (after ${(run.idle_after_ms / 1000).toFixed(1)} s; peak ${fmtMib(run.peak_rss_bytes)}), stopped in ${run.stop_ms} ms`,
       );
     }
   } catch (error) {

@@ -1,11 +1,9 @@
-import { PGlite } from '@electric-sql/pglite';
-import { btree_gin } from '@electric-sql/pglite/contrib/btree_gin';
-import { pg_trgm } from '@electric-sql/pglite/contrib/pg_trgm';
-import { pgcrypto } from '@electric-sql/pglite/contrib/pgcrypto';
+// PGlite and its drizzle driver are loaded only when PGlite is the engine (createPglite, openDatabase):
+// a server on PostgreSQL does not pay for them at start (docs/performance.md#start-and-footprint).
+import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
 import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
@@ -68,12 +66,17 @@ export interface OpenDatabaseOptions {
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
-const extensions = { pg_trgm, pgcrypto, btree_gin };
-
 /** An embedded PostgreSQL with Remit's extensions, on `dataDir` or in memory (from `loadDataDir`). */
-export function createPglite(
+export async function createPglite(
   options: Pick<OpenDatabaseOptions, 'dataDir' | 'loadDataDir' | 'pgliteSharedBuffersMb'>,
 ): Promise<PGlite> {
+  const [{ PGlite }, { btree_gin }, { pg_trgm }, { pgcrypto }] = await Promise.all([
+    import('@electric-sql/pglite'),
+    import('@electric-sql/pglite/contrib/btree_gin'),
+    import('@electric-sql/pglite/contrib/pg_trgm'),
+    import('@electric-sql/pglite/contrib/pgcrypto'),
+  ]);
+  const extensions = { pg_trgm, pgcrypto, btree_gin };
   return PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
@@ -140,6 +143,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const queue = { pending: 0 };
   const roleScoped = roleScopedPglite(raw, queue);
   const lite = tracingActive() ? tracedPglite(roleScoped) : roleScoped;
+  const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const db = scopedDb(drizzlePglite(lite) as unknown as Db);
   const notifications = pgliteNotifications(raw);
   return {
