@@ -155,6 +155,33 @@ describe('POST /api/invoices/{uid}/line_items', () => {
     expectTotals(after);
   });
 
+  it('a change that would make the total negative is refused (a credit note owes money back), the invoice untouched', async () => {
+    const inv = await newInvoice();
+    expect((await addLines(inv.uid, { context_type: 'PRODUCT', sku: 'WIDGET' })).status).toBe(200);
+    const before = await getInvoice(inv.uid);
+    const refused = await addLines(inv.uid, { context_type: 'DISCOUNT', sku: 'PROMO' });
+    expectErrorBody(refused, 422, 'validation_failed');
+    expect(refused.body.errors[0]).toMatchObject({ field: 'line_items' });
+    expect(refused.body.errors[0].message).toMatch(/negative .*credit note/);
+    expect(await getInvoice(inv.uid)).toEqual(before);
+    // Created with it, receivable or payable: refused too, nothing written.
+    for (const invoice_type of ['ACCOUNTS_RECEIVABLE', 'ACCOUNTS_PAYABLE']) {
+      const number = `NEG-${tag()}`;
+      const created = await call(t.app, 'POST', '/api/invoices', {
+        key: p.orgA.admin.key,
+        body: {
+          invoice_type,
+          invoice_number: number,
+          currency: 'USD',
+          line_items: [{ context_type: 'DISCOUNT', sku: 'LOYAL' }],
+        },
+      });
+      expectErrorBody(created, 422, 'validation_failed');
+    }
+    // A discount up to the products' amount is fine: a total of zero.
+    expect((await addLines(inv.uid, { context_type: 'DISCOUNT', sku: 'LOYAL' })).status).toBe(200);
+  });
+
   it('array in → array out (200), in the order sent, and kept in that order on the invoice', async () => {
     const inv = await newInvoice({ tax_cents: 100, pre_payment_credit_notes_cents: 50 });
     const batch = [

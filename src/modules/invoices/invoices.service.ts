@@ -302,6 +302,17 @@ export async function recompute(tx: DbOrTx, row: repo.InvoiceRow, extra: Partial
       { field: 'body', message: `the invoice's amounts would exceed ${MAX_AMOUNT_CENTS} cents` },
     ]);
   }
+  // An invoice never owes the other side: discounts past the products would make a receivable that
+  // stays open owing the client money. A credit note is how money is owed back. Checked when the total
+  // moves, so money moves on an invoice stored before this rule are not refused.
+  if (t.total_cents < 0 && t.total_cents !== row.totalCents) {
+    throw invalid([
+      {
+        field: 'line_items',
+        message: `would make the total negative (${t.total_cents} cents); to owe the ${row.invoiceType === 'ACCOUNTS_RECEIVABLE' ? 'client' : 'vendor'} money, issue a credit note`,
+      },
+    ]);
+  }
   return repo.updateInvoice(tx, row.organizationUid, row.uid, {
     ...extra,
     subtotalCents: t.subtotal_cents,
