@@ -687,6 +687,11 @@ describe('GET /api/payments', () => {
     expect(await amounts({ status: 'refunded' })).toEqual([]);
     expect(await amounts({ from: '2031-01-11', to: '2031-01-12' })).toEqual([3000, 2000]);
     expect(await amounts({ from: '2031-01-11T10:00:00Z', to: '2031-01-12T23:58:59Z' })).toEqual([]);
+    // A date-time `from` with a bare-date `to` (that whole day), as the audit log takes it.
+    expect(await amounts({ from: '2031-01-10T08:00:00Z', to: '2031-01-10' })).toEqual([1000]);
+    const backwards = await list({ from: '2031-01-12', to: '2031-01-11T00:00:00Z' });
+    expectErrorBody(backwards, 400, 'invalid_parameter');
+    expect(backwards.body.errors[0]).toMatchObject({ field: 'from' });
     const page = await list({ per_page: 3, page: 2 });
     expect(page.body.data.items.map((x: { amount_cents: number }) => x.amount_cents)).toEqual([1000]);
     expect(page.body.data._meta).toEqual({ page: 2, per_page: 3, total_pages: 2, total_items: 4 });
