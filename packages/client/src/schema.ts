@@ -116,7 +116,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** End this session and clear its cookie (with an API key: nothing to end) */
+        /** End this session and clear its cookie (a sign-in session only) */
         post: operations["signOut"];
         delete?: never;
         options?: never;
@@ -1100,7 +1100,7 @@ export interface paths {
         };
         get?: never;
         put?: never;
-        /** Approve or reject with an emailed link, as the person it was sent to (once; a rejection needs a reason) */
+        /** Approve or reject with an emailed link, as the person it was sent to (once; a reason is optional unless the policy requires one) */
         post: operations["decideByApprovalLink"];
         delete?: never;
         options?: never;
@@ -2608,6 +2608,8 @@ export interface components {
             approver_user_uids: string[];
             required_approvals: number;
             forbid_initiator: boolean;
+            /** @description a rejection needs a reason (resolution_note); default false: the reason is optional */
+            require_rejection_reason: boolean;
             expires_after_minutes: number | null;
             escalate_after_minutes: number | null;
             escalate_to_user_uids: string[];
@@ -3105,7 +3107,7 @@ export interface components {
         };
         CreateApiKeyBody: {
             name: string;
-            /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, organization:read, organization:write, audit:read, members:read, members:write, webhooks:read, webhooks:write */
+            /** @description Omit (or send []) for full access. Known scopes: invoices:read, invoices:write, work_tasks:read, work_tasks:write, agents:read, agents:write, agents:token_usage, email:read, email:write, knowledge:write, metrics:read, metrics:write, search:read, api_keys:read, api_keys:write, organization:read, organization:write, audit:read, members:read, members:write, webhooks:read, webhooks:write, account:read, account:write */
             scopes?: string[];
             expires_in_days?: number;
             /** Format: uuid */
@@ -3127,6 +3129,7 @@ export interface components {
             approver_user_uids?: string[];
             required_approvals?: number;
             forbid_initiator?: boolean;
+            require_rejection_reason?: boolean;
             expires_after_minutes?: number | null;
             escalate_after_minutes?: number | null;
             escalate_to_user_uids?: string[];
@@ -3302,7 +3305,7 @@ export interface components {
             /** @description The `token` of the emailed link (`/approval?token=…`) */
             token: string;
             action: "approve" | "reject";
-            /** @description The reason: required to reject; sent as a note with an approval */
+            /** @description The reason of a rejection (optional unless the approval policy requires one); a note with an approval */
             resolution_note?: string;
         };
         DisableTotpBody: {
@@ -3522,6 +3525,7 @@ export interface components {
             approver_user_uids?: string[];
             required_approvals?: number;
             forbid_initiator?: boolean;
+            require_rejection_reason?: boolean;
             expires_after_minutes?: number | null;
             escalate_after_minutes?: number | null;
             escalate_to_user_uids?: string[];
@@ -3702,12 +3706,12 @@ export interface components {
                 /** Format: uuid */
                 entity_uid: string;
             }[];
-            /** @description approve (optionally with edited tool_args), reject (resolution_note required), or respond: feedback to the agent without deciding (feedback required; the approval stays open) */
+            /** @description approve (optionally with edited tool_args), reject (resolution_note optional, unless the approval policy requires a reason), or respond: feedback to the agent without deciding (feedback required; the approval stays open) */
             action?: "approve" | "reject" | "respond";
             tool_args?: {
                 [key: string]: unknown;
             };
-            /** @description required to reject (the reason); a note with an approval */
+            /** @description optional: the reason of a rejection (required only when the approval policy requires one), a note with an approval */
             resolution_note?: string;
             /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
             feedback?: string;
@@ -4254,6 +4258,33 @@ export interface components {
          *     - `forbidden`: the caller’s role or key may not do this here
          *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
          *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
+         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
+         *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
+         *     - `approval_limit_exceeded`: the invoice’s total is over the caller’s approval limit (the organization’s setting); `details` names it
+         */
+        ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
+                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
+                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                "Original-Request": components["headers"]["Original-Request"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "approval_limit_exceeded";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
+         *     - `missing_scope`: the key lacks this operation’s scope, or the caller’s role does not allow it
          *     - `second_factor_required`: the organization requires its admins to sign in with a second factor
          */
         ForbiddenOrNotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute: {
@@ -4332,28 +4363,6 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "idempotency_key_in_use";
-                };
-            };
-        };
-        /**
-         * @description Unprocessable Entity: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `idempotency_key_reused`: this Idempotency-Key was used before with another body
-         */
-        IdempotencyKeyReusedOnIdempotentPost: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
-                "Original-Request": components["headers"]["Original-Request"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "idempotency_key_reused";
                 };
             };
         };
@@ -4598,27 +4607,6 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "not_a_member";
-                };
-            };
-        };
-        /**
-         * @description Forbidden: the error body (docs/errors.md); `code` is one of
-         *
-         *     - `not_a_member`: an `organization_uid` of an organization the caller does not belong to
-         *     - `csrf_failed`: a session request without the X-CSRF-Token, or from another site
-         */
-        NotAMemberOrCsrfFailedOnAuthenticatedRoute: {
-            headers: {
-                "X-Request-Id": components["headers"]["X-Request-Id"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
-                [name: string]: unknown;
-            };
-            content: {
-                "application/json": components["schemas"]["ErrorBody"] & {
-                    /** @enum {string} */
-                    code: "not_a_member" | "csrf_failed";
                 };
             };
         };
@@ -5662,7 +5650,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrSecondFactorRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -5713,7 +5701,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
@@ -5831,9 +5819,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -5959,7 +5948,7 @@ export interface operations {
             };
             400: components["responses"]["InvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrSessionRequiredOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -6016,11 +6005,12 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -6068,7 +6058,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
@@ -6120,7 +6110,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnAuthenticatedRoute"];
             401: components["responses"]["UnauthorizedOrInvalidCredentialsOnAuthenticatedRoute"];
-            403: components["responses"]["NotAMemberOrCsrfFailedOnAuthenticatedRoute"];
+            403: components["responses"]["NotAMemberOrCsrfFailedOrSessionRequiredOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
             422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
@@ -6387,6 +6377,7 @@ export interface operations {
             409: components["responses"]["ConflictOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -6636,7 +6627,7 @@ export interface operations {
                                  * @description The name to send in `scopes` when creating a key
                                  * @enum {string}
                                  */
-                                scope: "invoices:read" | "invoices:write" | "work_tasks:read" | "work_tasks:write" | "agents:read" | "agents:write" | "agents:token_usage" | "email:read" | "email:write" | "knowledge:write" | "metrics:read" | "metrics:write" | "search:read" | "api_keys:read" | "api_keys:write" | "organization:read" | "organization:write" | "audit:read" | "members:read" | "members:write" | "webhooks:read" | "webhooks:write";
+                                scope: "invoices:read" | "invoices:write" | "work_tasks:read" | "work_tasks:write" | "agents:read" | "agents:write" | "agents:token_usage" | "email:read" | "email:write" | "knowledge:write" | "metrics:read" | "metrics:write" | "search:read" | "api_keys:read" | "api_keys:write" | "organization:read" | "organization:write" | "audit:read" | "members:read" | "members:write" | "webhooks:read" | "webhooks:write" | "account:read" | "account:write";
                                 /** @description What the scope allows, in words */
                                 description: string;
                                 /** @description Held by admins only: a member's key never grants it, and a member cannot grant it */
@@ -6696,6 +6687,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -6956,7 +6948,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -7009,7 +7001,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -7263,7 +7255,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrUnknownParameterOnIdempotentPost"];
             401: components["responses"]["UnauthorizedOnIdempotentPost"];
-            403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
+            403: components["responses"]["ForbiddenOrNotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrApprovalLimitExceededOnIdempotentPost"];
             409: components["responses"]["AlreadyExistsOrIdempotencyKeyInUseOrPartyArchivedOnIdempotentPost"];
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
@@ -8105,7 +8097,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -8158,6 +8150,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -8432,6 +8425,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -8623,6 +8617,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -9332,6 +9327,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -9963,6 +9959,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -10745,7 +10742,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -12107,6 +12104,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -12564,6 +12562,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -12784,7 +12783,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             502: components["responses"]["BadGatewayOnIdempotentPost"];
@@ -12836,6 +12835,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -13189,6 +13189,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
+            422: components["responses"]["ValidationFailedOnAuthenticatedRoute"];
             429: components["responses"]["RateLimitedOnAuthenticatedRoute"];
             500: components["responses"]["InternalErrorOnAuthenticatedRoute"];
             503: components["responses"]["ServiceUnavailableOnAuthenticatedRoute"];
@@ -13316,7 +13317,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -13370,7 +13371,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
@@ -13486,7 +13487,7 @@ export interface operations {
             413: components["responses"]["PayloadTooLargeOnIdempotentPost"];
             414: components["responses"]["UriTooLongOnIdempotentPost"];
             415: components["responses"]["UnsupportedMediaTypeOnIdempotentPost"];
-            422: components["responses"]["IdempotencyKeyReusedOnIdempotentPost"];
+            422: components["responses"]["ValidationFailedOrIdempotencyKeyReusedOnIdempotentPost"];
             429: components["responses"]["RateLimitedOnIdempotentPost"];
             500: components["responses"]["InternalErrorOnIdempotentPost"];
             503: components["responses"]["ServiceUnavailableOnIdempotentPost"];
