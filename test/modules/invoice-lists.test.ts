@@ -166,10 +166,10 @@ const PAYABLES: Record<string, PayableSpec> = {
     reg: 'REG-0006',
     vendor: 'charlie',
     tax: 7500,
-    // Registered without an approval: the lifecycle refuses received → registered (issue 22), so the
-    // member enters it registered (creation takes any status) rather than moving it there.
+    // Entered registered by an admin: creating it past its approval takes the approval's checks, so a
+    // member who is not responsible could not.
     status: 'registered',
-    createdBy: 'member',
+    createdBy: 'admin',
   },
   I7: {
     number: 'INV-0007',
@@ -958,8 +958,8 @@ describe('filters', () => {
     await expectLabels({ approved_by: String(admin) }, ['I1', 'I8']);
     await expectLabels({ approved_by: String(member) }, ['I4']);
     await expectLabels({ approved_by: `${admin},${member}` }, ['I1', 'I4', 'I8']);
-    await expectLabels({ registered_by: String(admin) }, ['I4']);
-    await expectLabels({ registered_by: String(member) }, ['I6']);
+    await expectLabels({ registered_by: String(admin) }, ['I4', 'I6']);
+    await expectLabels({ registered_by: String(member) }, []);
     await expectLabels({ registered_by: `${member},${admin}` }, ['I4', 'I6']);
     await expectLabels({ responsible: String(member) }, ['I10']);
     await expectLabels({ responsible: String(admin) }, ['I11']);
@@ -995,7 +995,7 @@ describe('access', () => {
     const key = p.orgA.member.key;
     const res = await ap({ per_page: 100, view: 'list' }, key);
     expect(res.status).toBe(200);
-    // I4 and I6 were approved/registered by the member: that alone does not make them visible.
+    // I4 was approved by the member: that alone does not make it visible.
     expect(labelsOf(res.body.items).sort()).toEqual(['I10', 'I12', 'I9']);
     expect(res.body._meta).toStrictEqual({ page: 1, per_page: 100, total_pages: 1, total_items: 3 });
     const paged = await ap({ per_page: 2, page: 2, view: 'list' }, key);

@@ -71,8 +71,9 @@ describe('a teammate from invitation to removal', () => {
     expect(removed.status, removed.raw).toBe(200);
     expect(removed.body.data.revoked_api_keys).toBe(1);
     expectErrorBody(await call(t.app, 'GET', '/api/parties', { key }), 401);
-    // The session lives on (the person may belong elsewhere), but not in this organization.
-    expectErrorBody(await browser.call('GET', '/api/parties', { query: { organization_uid: org } }), 403);
+    // It was their only organization: their sessions end too (one of a person who belongs elsewhere
+    // lives on: members.test.ts).
+    expectErrorBody(await browser.call('GET', '/api/parties', { query: { organization_uid: org } }), 401);
 
     const audit = await call(t.app, 'GET', `/api/organization/${org}/audit-events`, {
       key: admin,

@@ -241,6 +241,8 @@ describe('unknown query parameters', () => {
         key: admin,
         ...(['POST', 'PUT', 'PATCH'].includes(op.method) ? { body: {} } : {}),
       });
+      // A route about the person's own sign-in refuses a key before it reads anything (session only).
+      if (res.status === 403 && res.body.code === 'session_required') continue;
       // Fastify validates the body before the query string, so an empty body may be refused first.
       const allowed = ['GET', 'DELETE'].includes(op.method) ? [400] : [400, 415, 422];
       expect(allowed, `${op.method} ${op.path}: ${res.raw}`).toContain(res.status);

@@ -82,9 +82,9 @@ export function statusMoveValues(
   // Out of paid (a reversal, or undoing a payment marked by hand): not paid any more.
   if (row.status === 'paid' && to !== 'paid') values.paidDate = null;
   const now = new Date();
-  // Created past approval (registered, scheduled, paid): the creator approved it (recordStatusMove).
-  const approvedNow = to === 'approved' || (row.status === null && PAST_APPROVAL.has(to));
-  if (type === 'ACCOUNTS_PAYABLE' && approvedNow) {
+  // Created past approval (registered, scheduled, paid), the creator's approval was checked
+  // (recordStatusMove) but no approval date is invented: approved_by is a move to approved.
+  if (type === 'ACCOUNTS_PAYABLE' && to === 'approved') {
     Object.assign(values, { approvedBy: ctx.principal.user.id, approvalDate: now });
   }
   if (type === 'ACCOUNTS_PAYABLE' && to === 'registered') {
