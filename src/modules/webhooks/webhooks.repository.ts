@@ -235,16 +235,19 @@ export async function claimDelivery(
   return row;
 }
 
+/** No earlier delivery of the same entity to the same endpoint is still waiting (per-entity order). */
+const firstOfEntity = sql`not exists (select 1 from ${webhookDeliveries} earlier
+                   where earlier.endpoint_uid = ${webhookDeliveries.endpointUid}
+                     and earlier.entity_type = ${webhookDeliveries.entityType}
+                     and earlier.entity_uid = ${webhookDeliveries.entityUid}
+                     and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`;
+
 const claimable = (at: string) => sql`${webhookDeliveries.status} in ('pending', 'failed')
   and ${webhookDeliveries.nextAttemptAt} <= ${at}::timestamptz
   and (${webhookDeliveries.leasedUntil} is null or ${webhookDeliveries.leasedUntil} <= ${at}::timestamptz)
   and exists (select 1 from ${webhookEndpoints} e
                where e.uid = ${webhookDeliveries.endpointUid} and e.enabled)
-  and not exists (select 1 from ${webhookDeliveries} earlier
-                   where earlier.endpoint_uid = ${webhookDeliveries.endpointUid}
-                     and earlier.entity_type = ${webhookDeliveries.entityType}
-                     and earlier.entity_uid = ${webhookDeliveries.entityUid}
-                     and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`;
+  and ${firstOfEntity}`;
 
 /** What in-flight caps a claim honours: attempts leased and not settled, counted over all processes. */
 export interface InFlightCaps {
@@ -328,11 +331,7 @@ export async function releaseWaitingOfEndpoint(
         eq(webhookDeliveries.organizationUid, organizationUid),
         eq(webhookDeliveries.endpointUid, endpointUid),
         inArray(webhookDeliveries.status, ['pending', 'failed']),
-        sql`not exists (select 1 from ${webhookDeliveries} earlier
-                         where earlier.endpoint_uid = ${webhookDeliveries.endpointUid}
-                           and earlier.entity_type = ${webhookDeliveries.entityType}
-                           and earlier.entity_uid = ${webhookDeliveries.entityUid}
-                           and earlier.status in ('pending', 'failed') and earlier.id < ${webhookDeliveries.id})`,
+        firstOfEntity,
       ),
     )
     .orderBy(asc(webhookDeliveries.id))
