@@ -209,6 +209,35 @@ describe('the approval link page', { timeout: 60_000 }, () => {
     await context.close();
   });
 
+  it('the agent revises the request while the page is open: Approve decides nothing, the page shows what changed and the new request', async () => {
+    const task = await raise('Send a firmer reminder for INV-1042?');
+    const link = await linkAbout(task.title);
+    const context = await newContext(browser);
+    const page = await open(context, link);
+    await page.getByText('Second reminder: invoice INV-1042').waitFor();
+
+    await bob.PATCH('/api/agents/{agent_uid}/approvals/{task_uid}', {
+      params: { path: { agent_uid: agentUid, task_uid: task.uid } },
+      body: { tool_args: { subject: 'Final reminder: invoice INV-1042' }, summary: 'Firmer subject' },
+    });
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await page
+      .getByText(
+        /This approval changed after you saw it: the agent Collections agent revised subject at .* UTC/,
+      )
+      .waitFor();
+    await page.getByText('Final reminder: invoice INV-1042').waitFor();
+    expect((await taskNow(task.uid)).resolution).toBeNull();
+
+    // What is shown now is what the next click approves.
+    await page.getByRole('button', { name: 'Approve' }).click();
+    await until(async () => (await taskNow(task.uid)).resolution === 'approved', 'the approval');
+    expect((await taskNow(task.uid)).tool_args).toMatchObject({
+      subject: 'Final reminder: invoice INV-1042',
+    });
+    await context.close();
+  });
+
   it('a broken link says it is not valid', async () => {
     const context = await newContext(browser);
     const page = await open(context, `${server.url}/approval?token=not.valid`);

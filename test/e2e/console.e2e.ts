@@ -431,6 +431,33 @@ describe('the console in a browser', { timeout: 60_000 }, () => {
     ).toHaveLength(1);
   });
 
+  it('the agent revises the request while Ada reads it: Approve decides nothing and says what changed; the next click approves the revision', async () => {
+    const task = await raiseApproval('Send a reminder to Globex (revised while read)');
+    await adaPage.goto(`${server.url}/app/inbox/${task.uid}`);
+    await adaPage.getByRole('button', { name: 'Approve', exact: true }).waitFor();
+    // The page's polls are held: it still shows the request as Ada read it.
+    const release = await holdPolls(adaPage);
+    await api.PATCH('/api/agents/{agent_uid}/approvals/{task_uid}', {
+      params: { path: { agent_uid: agentUid, task_uid: task.uid } },
+      body: { tool_args: { subject: 'Final notice: invoice AR-1042' }, summary: 'A firmer subject' },
+    });
+    await adaPage.getByRole('button', { name: 'Approve', exact: true }).click();
+    await adaPage
+      .getByRole('alert')
+      .getByText(/^This approval changed after you saw it: the agent Collector revised subject at .* UTC\./)
+      .waitFor();
+    await adaPage.getByRole('article').getByText('Final notice: invoice AR-1042').waitFor();
+    expect((await getTask(task.uid)).resolution).toBeNull();
+    await release();
+
+    await adaPage.getByRole('button', { name: 'Approve', exact: true }).click();
+    await adaPage.getByText('Approved “Send a reminder to Globex (revised while read)”.').waitFor();
+    expect(await getTask(task.uid)).toMatchObject({
+      resolution: 'approved',
+      tool_args: { subject: 'Final notice: invoice AR-1042' },
+    });
+  });
+
   it('keyboard only: j selects, r goes to the reason, a approves', async () => {
     const task = await raiseApproval('Send payment reminder (keyboard)');
     await adaPage.goto(`${server.url}/app/inbox`);

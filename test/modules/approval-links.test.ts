@@ -638,6 +638,53 @@ describe('POST /api/approval-links/decide', () => {
     expect(looked.task.resolved_by).toEqual({ user_uid: p.orgA.admin.userUid, user_name: 'A Admin' });
   });
 
+  it('the page showed amount 1500, the agent revised it to 15000: Approve with the shown revision decides nothing (409 approval_changed); the link stays unused', async () => {
+    const res = await call(t.app, 'POST', `/api/agents/${agentUid}/approvals`, {
+      key: runner.key,
+      body: {
+        title: `Pay ACME ${crypto.randomBytes(3).toString('hex')}`,
+        reasoning: 'Due today',
+        tool_args: { type: 'send_payment', payee: 'ACME Corp', amount_cents: 1500 },
+        trigger: { type: 'manual' },
+      },
+    });
+    expect(res.status, res.raw).toBe(201);
+    const task = res.body.data as { uid: string; title: string };
+    const token = await linkFor(p.orgA.member.email, task.title);
+    const shown = (await lookup(token)).body.data.task;
+    expect(shown).toMatchObject({ tool_args: { amount_cents: 1500 }, args_revision: 1 });
+    const revised = await call(t.app, 'PATCH', `/api/agents/${agentUid}/approvals/${task.uid}`, {
+      key: runner.key,
+      body: { tool_args: { amount_cents: 15_000 }, summary: 'Pay the late fee too' },
+    });
+    expect(revised.status, revised.raw).toBe(200);
+
+    const stale = await call(t.app, 'POST', '/api/approval-links/decide', {
+      body: { token, action: 'approve', args_revision: shown.args_revision },
+    });
+    expectErrorBody(stale, 409, 'approval_changed');
+    expect(stale.body.message).toMatch(
+      /^This approval changed after you saw it: the agent Collector revised amount_cents at /,
+    );
+    expect(stale.body.details).toMatchObject({ args_revision: 2, changed: ['amount_cents'] });
+    const now = (await lookup(token)).body.data;
+    expect(now.link.used_at).toBeNull();
+    expect(now.task).toMatchObject({
+      resolution: null,
+      args_revision: 2,
+      tool_args: { amount_cents: 15_000 },
+    });
+
+    const decided = await call(t.app, 'POST', '/api/approval-links/decide', {
+      body: { token, action: 'approve', args_revision: 2 },
+    });
+    expect(decided.status, decided.raw).toBe(200);
+    expect(decided.body.data.task).toMatchObject({
+      resolution: 'approved',
+      tool_args: { amount_cents: 15_000 },
+    });
+  });
+
   it('an unknown body field or action is 422; no Idempotency-Key is kept (public, like the sign-in links)', async () => {
     const task = await raise();
     const token = await linkFor(p.orgA.member.email, task.title);

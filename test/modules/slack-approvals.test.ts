@@ -142,6 +142,7 @@ describe('the approval message', () => {
       organization_uid: p.orgA.uid,
       task_uid: task.uid,
       args_digest: expect.stringMatching(/^[0-9a-f]{16}$/),
+      args_revision: 1,
     });
     expect(JSON.stringify(message.blocks)).not.toContain('/api/');
     expect(message.text).toContain(`Open it in Remit: https://remit.example.test/app/inbox/${task.uid}`);
@@ -150,7 +151,12 @@ describe('the approval message', () => {
       event_type: 'remit_notification',
       event_payload: { notification_uid: note!.uid },
     });
-    expect(note).toMatchObject({ deliveryStatus: 'sent', externalId: message.ts, attempts: 1 });
+    // Recorded after Slack answered the post: the fake server may see the message first.
+    const recorded = await until(async () => {
+      const [now] = await notificationsOf(task.uid);
+      return now?.deliveryStatus === 'sent' ? now : undefined;
+    }, 'the post to be recorded');
+    expect(recorded).toMatchObject({ deliveryStatus: 'sent', externalId: message.ts, attempts: 1 });
   });
 
   it('without a signing secret only the link is offered (Slack could not send the clicks back)', async () => {
@@ -554,7 +560,26 @@ describe('deciding in Slack', () => {
     const before = slack.ephemerals.length;
     await interact(slack.clickPayload(asPosted, 'remit_approve', ADMIN));
     await until(async () => slack.ephemerals.length > before, 'the ephemeral answer');
+    // Who changed what, and when, in UTC as people read it.
+    expect(slack.ephemerals.at(-1)!.text).toMatch(
+      new RegExp(
+        `^This approval changed after you saw it: the agent ${payer.name} revised amount_cents at ` +
+          '\\d{4}-\\d{2}-\\d{2} \\d{2}:\\d{2} UTC\\. Nothing was decided',
+      ),
+    );
+    expect((await read(task.uid)).resolution).toBeNull();
+    // A message posted before buttons carried the revision is held to its digest.
+    const legacy = structuredClone(asPosted);
+    for (const element of (legacy.blocks as any[]).find((b) => b.type === 'actions').elements) {
+      if (!element.value) continue;
+      const { args_revision: _revision, ...value } = JSON.parse(element.value);
+      element.value = JSON.stringify(value);
+    }
+    const beforeLegacy = slack.ephemerals.length;
+    await interact(slack.clickPayload(legacy, 'remit_approve', ADMIN));
+    await until(async () => slack.ephemerals.length > beforeLegacy, 'the ephemeral answer');
     expect(slack.ephemerals.at(-1)!.text).toContain('changed after that message was posted');
+    expect(slack.ephemerals.at(-1)!.text).not.toContain('the agent revised');
     expect((await read(task.uid)).resolution).toBeNull();
     // The message as it is now approves the revision.
     await interact(slack.clickPayload(slack.message(message.ts)!, 'remit_approve', ADMIN));

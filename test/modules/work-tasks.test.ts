@@ -498,6 +498,7 @@ describe('GET /api/work-tasks/{uid}', () => {
       ],
       reasoning: 'AR-77 is 12 days overdue',
       tool_args: EMAIL_ARGS,
+      args_revision: 1,
       trigger: TRIGGER,
       run_uid: null,
       resolution: null,
@@ -986,6 +987,8 @@ describe('resolving a hil_approval (PATCH action approve | reject)', () => {
       status: 'done',
       updated_at: expect.stringMatching(ISO),
       tool_args: { ...EMAIL_ARGS, body: 'Please pay today.', cc: ['boss@client.test'] },
+      // The edit is a new version of the arguments.
+      args_revision: 2,
       resolution: 'approved',
       resolved_at: expect.stringMatching(ISO),
       resolved_by: {

@@ -2014,7 +2014,7 @@ export interface components {
              * @description snake_case error code; see docs/errors.md
              * @enum {string}
              */
-            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "party_archived" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
+            code: "bad_request" | "invalid_json" | "invalid_parameter" | "invalid_token" | "unknown_parameter" | "unauthorized" | "invalid_credentials" | "second_factor_missing" | "invalid_signature" | "forbidden" | "not_a_member" | "missing_scope" | "csrf_failed" | "second_factor_required" | "not_an_approver" | "initiator_cannot_approve" | "session_required" | "approval_limit_exceeded" | "not_found" | "route_not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "already_exists" | "already_resolved" | "already_approved" | "approval_expired" | "approval_changed" | "invalid_state" | "run_claimed" | "claim_mismatch" | "idempotency_key_in_use" | "sync_in_progress" | "invalid_transition" | "party_archived" | "token_used" | "token_expired" | "payload_too_large" | "uri_too_long" | "unsupported_media_type" | "validation_failed" | "idempotency_key_reused" | "rate_limited" | "headers_too_large" | "internal_error" | "storage_full" | "bad_gateway" | "service_unavailable" | "gateway_timeout";
             /** @description the X-Request-Id of the request; quote it when reporting a problem */
             request_id: string;
             errors?: {
@@ -2541,6 +2541,8 @@ export interface components {
             tool_args?: {
                 [key: string]: unknown;
             };
+            /** @description the version of tool_args: moves when the agent revises them or a person edits them with an approval; send it back with a decision to decide only what you saw */
+            args_revision?: number;
             trigger?: {
                 [key: string]: unknown;
             } | null;
@@ -2643,6 +2645,8 @@ export interface components {
                 tool_args: {
                     [key: string]: unknown;
                 };
+                /** @description The version of `tool_args`: send it back with the decision to decide what was shown */
+                args_revision: number;
                 reasoning: string;
                 trigger_type: string | null;
                 resolution: ("approved" | "rejected") | null;
@@ -3307,6 +3311,8 @@ export interface components {
             action: "approve" | "reject";
             /** @description The reason of a rejection (optional unless the approval policy requires one); a note with an approval */
             resolution_note?: string;
+            /** @description The `task.args_revision` the page showed: when the arguments changed since, nothing is decided (409 approval_changed) */
+            args_revision?: number;
         };
         DisableTotpBody: {
             /** @description The six-digit code of the authenticator app */
@@ -3713,6 +3719,8 @@ export interface components {
             };
             /** @description optional: the reason of a rejection (required only when the approval policy requires one), a note with an approval */
             resolution_note?: string;
+            /** @description optional: the args_revision you were shown; when the arguments changed since, nothing is decided (409 approval_changed). Without it the decision applies to the arguments as they are now */
+            args_revision?: number;
             /** @description with action respond only: what the agent should change (its follow-up run revises from it) */
             feedback?: string;
         };

@@ -13,6 +13,8 @@ export interface ApprovalButtonValue {
   task_uid: string;
   /** The digest of the arguments the message showed: a click approves those, or nothing. */
   args_digest: string;
+  /** Their revision: a click decides with it, so a change since is refused and named (who, what, when). */
+  args_revision: number;
 }
 
 export interface RenderedNotice {
@@ -32,11 +34,6 @@ function plain(text: string) {
     type: 'plain_text',
     text: text.length > SECTION_LIMIT ? `${text.slice(0, SECTION_LIMIT - 1)}…` : text,
   };
-}
-
-/** "2026-11-26 10:03 UTC": how people read a time in a chat message. */
-export function chatTime(at: Date): string {
-  return utcText(at);
 }
 
 /**
@@ -78,7 +75,7 @@ export function argsText(toolArgs: Record<string, unknown>): string {
 /** One line on what became of an approval, or how far it got. */
 export function approvalStatusLine(state: ApprovalState): string | null {
   const who = state.decidedBy ? ` by ${state.decidedBy.name}` : '';
-  const when = state.decidedAt ? ` at ${chatTime(state.decidedAt)}` : '';
+  const when = state.decidedAt ? ` at ${utcText(state.decidedAt)}` : '';
   switch (state.resolution) {
     case 'approved':
       return `✅ Approved${who}${when}${state.note ? `: ${state.note}` : ''}`;
@@ -92,7 +89,7 @@ export function approvalStatusLine(state: ApprovalState): string | null {
         parts.push(
           `Policy "${state.policyName}": ${state.approvals} of ${state.requiredApprovals} approval(s)`,
         );
-      if (state.expiresAt) parts.push(`expires ${chatTime(state.expiresAt)}`);
+      if (state.expiresAt) parts.push(`expires ${utcText(state.expiresAt)}`);
       return parts.length > 0 ? parts.join(' · ') : null;
     }
   }
@@ -124,6 +121,7 @@ export async function renderNotice(
       organization_uid: row.organizationUid,
       task_uid: state.uid,
       args_digest: state.argsDigest,
+      args_revision: state.argsRevision,
     } satisfies ApprovalButtonValue);
     buttons.push(
       { type: 'button', action_id: SLACK_ACTIONS.approve, style: 'primary', text: plain('Approve'), value },

@@ -35,6 +35,8 @@ interface Target {
   task_uid: string;
   /** The digest of the arguments the message showed (absent on messages posted before it existed). */
   args_digest?: string;
+  /** Their revision (absent on messages posted before it existed): the decision is bound to it. */
+  args_revision?: number;
 }
 
 interface InteractionPayload {
@@ -70,10 +72,15 @@ function targetOf(value: unknown): Target {
   if (!UUID.test(t.organization_uid) || !UUID.test(t.task_uid)) throw badPayload('the approval is not a uid');
   const digest =
     typeof t.args_digest === 'string' && /^[0-9a-f]{16}$/.test(t.args_digest) ? t.args_digest : undefined;
+  const revision =
+    Number.isSafeInteger(t.args_revision) && t.args_revision! >= 1 && t.args_revision! <= 2_147_483_647
+      ? t.args_revision
+      : undefined;
   return {
     organization_uid: t.organization_uid,
     task_uid: t.task_uid,
     ...(digest ? { args_digest: digest } : {}),
+    ...(revision ? { args_revision: revision } : {}),
   };
 }
 
@@ -164,15 +171,21 @@ async function decide(
   target: Target,
   body: { action: 'approve' | 'reject'; resolution_note?: string },
 ): Promise<string> {
-  // Under the task's lock, the arguments are still the ones the message showed, and the decision is
-  // made in the same transaction: a revision after feedback cannot slip in between.
+  // The decision is bound to the arguments the message showed: by their revision (the refusal names who
+  // changed what, and when), or on a message older than revisions by their digest, checked under the
+  // task's lock in the decision's transaction so a change cannot slip in between.
   const view = await deps.db.transaction(async (tx) => {
-    const now = await approvalState(tx, target.organization_uid, target.task_uid, { forUpdate: true });
-    if (now && now.resolution === null && target.args_digest && now.argsDigest !== target.args_digest)
-      throw new SlackRefusal(
-        'This request changed after that message was posted (the agent revised it); nothing was decided. Look at the newest message, or decide in Remit.',
-      );
-    return patchTask(tx as unknown as Db, deps.jobs, ctx, target.task_uid, body);
+    if (target.args_revision === undefined) {
+      const now = await approvalState(tx, target.organization_uid, target.task_uid, { forUpdate: true });
+      if (now && now.resolution === null && target.args_digest && now.argsDigest !== target.args_digest)
+        throw new SlackRefusal(
+          'This request changed after that message was posted; nothing was decided. Look at the newest message, or decide in Remit.',
+        );
+    }
+    return patchTask(tx as unknown as Db, deps.jobs, ctx, target.task_uid, {
+      ...body,
+      ...(target.args_revision !== undefined ? { args_revision: target.args_revision } : {}),
+    });
   });
   if (view.resolution === null && body.action === 'approve') {
     const state = await approvalState(deps.db, target.organization_uid, target.task_uid);
@@ -186,6 +199,8 @@ function refusalText(error: unknown): string {
   if (error instanceof SlackRefusal) return error.message;
   if (error instanceof AppError) {
     if (error.code === 'not_found') return 'This approval no longer exists in Remit.';
+    if (error.code === 'approval_changed')
+      return `${error.message} The newest message shows it as it is now.`;
     return error.message;
   }
   throw error;

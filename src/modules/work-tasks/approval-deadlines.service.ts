@@ -8,6 +8,7 @@ import { jobOrigin, recordUpdate } from '../audit/audit.service.ts';
 import { sendSystemMail } from '../people/system-mail.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
 import * as repo from './work-tasks.repository.ts';
+import { utcText } from '../../platform/utc-text.ts';
 import { change, REMIT_ACTOR, taskEntity, viewTask } from './work-tasks.service.ts';
 
 /**
@@ -240,14 +241,14 @@ async function noticeText(deps: NoticeDeps, task: repo.TaskRow): Promise<string>
   const policy = task.policy;
   const required = policy?.required_approvals ?? 1;
   return [
-    `${agent?.name ?? 'An agent'} asked for approval on ${task.createdAt.toISOString()} and nobody has decided yet:`,
+    `${agent?.name ?? 'An agent'} asked for approval on ${utcText(task.createdAt)} and nobody has decided yet:`,
     `"${task.title}"`,
     '',
     ...(policy
       ? [`Policy "${policy.name}": ${required} approval(s) needed, ${approvals} received so far.`]
       : []),
     ...(task.expiresAt
-      ? [`It expires at ${task.expiresAt.toISOString()}; after that the action will not happen.`]
+      ? [`It expires at ${utcText(task.expiresAt)}; after that the action will not happen.`]
       : []),
     '',
     `Approve or reject it in Remit: ${deps.config.publicBaseUrl}/app/inbox/${task.uid}`,

@@ -1,4 +1,5 @@
 import { formatMoney } from '../email/email-tokens.ts';
+import { utcText } from '../../platform/utc-text.ts';
 
 /** What an approval email says about an invoice the approval is about (as far as the approver may see it). */
 export interface InvoiceFacts {
@@ -79,7 +80,7 @@ export function toolName(toolArgs: Record<string, unknown>): string {
 /** The plain-text email (Remit's own mail): subject and body. */
 export function approvalEmail(input: ApprovalEmailInput): { subject: string; text: string } {
   const title = shorten(oneLine(input.title), MAX_TITLE);
-  const expires = `${input.expiresAt.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+  const expires = utcText(input.expiresAt);
   const text = [
     `${input.agentName} asks for approval in ${input.organizationName}:`,
     '',

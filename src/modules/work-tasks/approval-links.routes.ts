@@ -62,7 +62,17 @@ export async function approvalLinkRoutes(app: App, deps: AppDeps) {
       config: {
         public: true,
         idempotency: 'none',
-        errors: [...linkErrors, 'token_used', 'already_resolved', 'validation_failed'],
+        // The decision is the API's (patchTask): its refusals are this route's too.
+        errors: [
+          ...linkErrors,
+          'token_used',
+          'already_resolved',
+          'approval_changed',
+          'approval_expired',
+          'not_an_approver',
+          'initiator_cannot_approve',
+          'validation_failed',
+        ],
       },
       schema: {
         operationId: 'decideByApprovalLink',

@@ -24,6 +24,14 @@ export const DecideByLinkBody = Type.Object(
           'The reason of a rejection (optional unless the approval policy requires one); a note with an approval',
       }),
     ),
+    args_revision: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2_147_483_647,
+        description:
+          'The `task.args_revision` the page showed: when the arguments changed since, nothing is decided (409 approval_changed)',
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -58,6 +66,9 @@ export const ApprovalLink = Type.Object(
       agent: Nullable(Type.Object({ uid: Uuid, name: Type.String() })),
       tool: Type.String({ description: 'The tool the agent wants to run (`tool_args.type`)' }),
       tool_args: Type.Record(Type.String(), Type.Unknown()),
+      args_revision: Type.Integer({
+        description: 'The version of `tool_args`: send it back with the decision to decide what was shown',
+      }),
       reasoning: Type.String(),
       trigger_type: Nullable(Type.String()),
       resolution: Nullable(literals(['approved', 'rejected'] as const)),

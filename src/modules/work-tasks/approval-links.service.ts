@@ -95,6 +95,7 @@ export interface ApprovalLinkView {
     agent: { uid: string; name: string } | null;
     tool: string;
     tool_args: Record<string, unknown>;
+    args_revision: number;
     reasoning: string;
     trigger_type: string | null;
     resolution: string | null;
@@ -147,6 +148,7 @@ async function linkView(
           : null,
       tool: toolName(toolArgs),
       tool_args: toolArgs,
+      args_revision: view.args_revision as number,
       reasoning: (view.reasoning as string | undefined) ?? '',
       trigger_type: typeof view.trigger === 'object' && view.trigger ? triggerType(view.trigger) : null,
       resolution: (view.resolution as string | null) ?? null,
@@ -229,6 +231,7 @@ export async function decideByApprovalLink(
         const decided = await patchTask(tx as unknown as Db, deps.jobs, ctx, claims.task_uid, {
           action: body.action,
           ...(note ? { resolution_note: note } : {}),
+          ...(body.args_revision !== undefined ? { args_revision: body.args_revision } : {}),
         });
         warning = typeof decided._warning === 'string' ? decided._warning : null;
       });

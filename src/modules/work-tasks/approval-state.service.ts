@@ -27,6 +27,8 @@ export interface ApprovalState {
    * arguments its message showed (not a revision posted since).
    */
   argsDigest: string;
+  /** The version of `toolArgs` (moves when they change): a decision made from the message sends it. */
+  argsRevision: number;
 }
 
 export function argsDigestOf(toolArgs: unknown): string {
@@ -72,6 +74,7 @@ export async function approvalState(
     policyName: task.policy?.name ?? null,
     toolArgs: task.toolArgs,
     argsDigest: argsDigestOf(task.toolArgs),
+    argsRevision: task.argsRevision,
   };
 }
 

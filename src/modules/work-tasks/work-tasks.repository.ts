@@ -90,6 +90,19 @@ export async function findTask(
 /** What every write to a task sets besides its own values: one more revision, and now. */
 const touched = () => ({ revision: sql`${workTasks.revision} + 1`, updatedAt: sql`now()` });
 
+/**
+ * A write of `tool_args` moves `args_revision` only when the arguments differ (jsonb equality: the
+ * order of keys does not count), so a decision bound to what a person saw is refused after a change.
+ */
+const argsTouched = (toolArgs: Record<string, unknown> | null | undefined) =>
+  toolArgs === undefined
+    ? {}
+    : {
+        argsRevision: sql`CASE WHEN ${workTasks.toolArgs} IS DISTINCT FROM ${
+          toolArgs === null ? sql`NULL` : JSON.stringify(toolArgs)
+        }::jsonb THEN ${workTasks.argsRevision} + 1 ELSE ${workTasks.argsRevision} END`,
+      };
+
 /** The task, while it is undecided: of concurrent writers that check this, one wins. */
 const undecided = (organizationUid: string, uid: string) =>
   and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid), isNull(workTasks.resolution));
@@ -102,7 +115,7 @@ export async function updateTask(
 ): Promise<TaskRow> {
   const [row] = await db
     .update(workTasks)
-    .set({ ...values, ...touched() })
+    .set({ ...values, ...argsTouched(values.toolArgs), ...touched() })
     .where(and(eq(workTasks.organizationUid, organizationUid), eq(workTasks.uid, uid)))
     .returning();
   return row!;
@@ -126,6 +139,7 @@ export async function resolveTask(
     .set({
       ...values,
       resolvedAt: sql`now()`,
+      ...argsTouched(values.toolArgs),
       ...touched(),
     })
     .where(undecided(organizationUid, uid))

@@ -116,13 +116,15 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
         description:
           'A `task` takes title, description, assign_to, priority, due_date, status and context_entities. ' +
           'A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), ' +
-          'resolution_note (required to reject), feedback (respond only, required: the approval stays open ' +
+          'resolution_note (optional; a policy may require it to reject), feedback (respond only, required: the approval stays open ' +
           'and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). ' +
           'Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its ' +
           'approvers decide (403 not_an_approver), the initiator may be barred from approving (403 ' +
           'initiator_cannot_approve), an approval may need several people (each approve is counted until ' +
           'the count is reached; the same person twice is 409 already_approved), and past its deadline ' +
-          'nobody decides it (409 approval_expired).',
+          'nobody decides it (409 approval_expired). Send args_revision (the one you were shown) to decide ' +
+          'only that version of tool_args: after a change it is 409 approval_changed and nothing is decided ' +
+          '(docs/approvals.md#decide-what-you-saw).',
         params: TaskUidParams,
         body: PatchTaskBody,
         response: { 200: WorkTaskEnvelope, ...errorResponses },
@@ -136,6 +138,7 @@ export async function workTaskRoutes(app: App, deps: AppDeps) {
           'already_resolved',
           'already_approved',
           'approval_expired',
+          'approval_changed',
           'not_an_approver',
           'initiator_cannot_approve',
         ],

@@ -114,6 +114,14 @@ export const WorkTask = Type.Object(
     // hil_approval only:
     reasoning: Type.Optional(Type.String()),
     tool_args: Type.Optional(JsonObject),
+    args_revision: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'the version of tool_args: moves when the agent revises them or a person edits them with an approval; ' +
+          'send it back with a decision to decide only what you saw',
+      }),
+    ),
     trigger: Type.Optional(Nullable(JsonObject)),
     run_uid: Type.Optional(Nullable(Uuid)),
     resolution: Type.Optional(
@@ -209,6 +217,15 @@ export const PatchTaskBody = Type.Object(
         maxLength: 10_000,
         description:
           'optional: the reason of a rejection (required only when the approval policy requires one), a note with an approval',
+      }),
+    ),
+    args_revision: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 2_147_483_647,
+        description:
+          'optional: the args_revision you were shown; when the arguments changed since, nothing is decided ' +
+          '(409 approval_changed). Without it the decision applies to the arguments as they are now',
       }),
     ),
     feedback: Type.Optional(

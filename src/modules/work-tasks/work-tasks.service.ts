@@ -160,6 +160,7 @@ export async function toTaskViews(db: DbOrTx, organizationUid: string, rows: Tas
       Object.assign(view, {
         reasoning: r.reasoning ?? '',
         tool_args: r.toolArgs ?? {},
+        args_revision: r.argsRevision,
         trigger: r.trigger,
         run_uid: r.runUid,
         resolution: r.resolution,
@@ -510,7 +511,7 @@ export async function getTask(db: Db, ctx: RequestContext, uid: string): Promise
   return viewOf(db, task);
 }
 
-const RESOLVE_FIELDS = ['action', 'tool_args', 'resolution_note', 'feedback'] as const;
+const RESOLVE_FIELDS = ['action', 'tool_args', 'resolution_note', 'feedback', 'args_revision'] as const;
 const UPDATE_FIELDS = [
   'title',
   'description',
@@ -673,6 +674,8 @@ async function resolveApproval(
   validateAnswer(body);
   const action = body.action!;
   if (task.resolution) throw new AppError('already_resolved', await alreadyDecidedText(tx, task));
+  if (body.args_revision !== undefined && body.args_revision !== task.argsRevision)
+    throw await approvalChangedError(tx, task, body.args_revision);
   const approve = action === 'approve';
   const org = task.organizationUid;
   // Fail closed: past its deadline (by the database's clock) nobody decides it any more, even before
@@ -789,6 +792,35 @@ async function resolveApproval(
     decision: action,
   });
   return warning ? { ...view, _warning: warning } : view;
+}
+
+/**
+ * A decision sent with the revision of the arguments the person was shown, after they changed: 409
+ * `approval_changed` naming who changed which arguments and when (from the change log entries that
+ * moved the revision), with the arguments as they are now. Nothing is decided.
+ */
+async function approvalChangedError(tx: DbOrTx, task: TaskRow, shown: number): Promise<AppError> {
+  const since = (await repo.loadChanges(tx, task.organizationUid, [task.uid])).filter((c) => {
+    const revision = c.details?.args_revision;
+    return typeof revision === 'number' && revision > shown && revision <= task.argsRevision;
+  });
+  const changed = [
+    ...new Set(since.flatMap((c) => (c.details?.edited_tool_args as string[] | undefined) ?? [])),
+  ];
+  const what = since.map(
+    (c) =>
+      `${c.byType === 'agent' ? `the agent ${c.byName} revised` : `${c.byName} edited`} ` +
+      `${((c.details?.edited_tool_args as string[] | undefined) ?? []).join(', ') || 'the arguments'} ` +
+      `at ${utcText(c.at)}`,
+  );
+  const error = new AppError(
+    'approval_changed',
+    shown < task.argsRevision && what.length > 0
+      ? `This approval changed after you saw it: ${what.join('; ')}. Nothing was decided; look at it again.`
+      : `This approval's arguments are at revision ${task.argsRevision}, not ${shown}. Nothing was decided; look at it again.`,
+  );
+  error.details = { args_revision: task.argsRevision, changed, tool_args: task.toolArgs ?? {} };
+  return error;
 }
 
 /**
@@ -947,7 +979,9 @@ async function recordPartialApproval(
       approvals: state.approvals,
       required_approvals: state.required,
       resolution_note: body.resolution_note ?? null,
-      ...(state.edited ? { edited_tool_args: Object.keys(body.tool_args ?? {}) } : {}),
+      ...(state.edited
+        ? { edited_tool_args: Object.keys(body.tool_args ?? {}), args_revision: updated.argsRevision }
+        : {}),
       ...(state.discarded > 0 ? { discarded_approvals: state.discarded } : {}),
     }),
   ]);
@@ -1021,6 +1055,7 @@ export async function reviseApproval(tx: DbOrTx, input: ReviseApprovalInput): Pr
       summary: input.summary,
       feedback: answering?.feedback ?? null,
       edited_tool_args: editedToolArgs,
+      ...(editedToolArgs.length > 0 ? { args_revision: updated.argsRevision } : {}),
       ...(discardedApprovals > 0 ? { discarded_approvals: discardedApprovals } : {}),
     }),
   ]);

@@ -74,6 +74,11 @@ export const workTasks = pgTable(
     response: jsonb('response').$type<ApprovalResponse>(),
     /** Bumped on every change: the list's `updated_at` sort and optimistic checks read it. */
     revision: integer('revision').notNull().default(1),
+    /**
+     * Bumped only when `tool_args` change (migration 0038): a decision sent with the revision the person
+     * was shown is refused when the arguments changed since.
+     */
+    argsRevision: integer('args_revision').notNull().default(1),
     ...timestamps,
   },
   (t) => [

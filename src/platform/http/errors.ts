@@ -30,6 +30,7 @@ export const ERROR_CODES = {
   already_resolved: 409,
   already_approved: 409,
   approval_expired: 409,
+  approval_changed: 409,
   invalid_state: 409,
   run_claimed: 409,
   claim_mismatch: 409,

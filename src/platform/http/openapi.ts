@@ -479,6 +479,8 @@ const ERROR_CODE_MEANINGS: Record<ErrorCode, string> = {
   already_resolved: 'the approval was already decided',
   already_approved: 'the caller already approved this; the policy needs approvals from other people',
   approval_expired: 'the approval passed its policy’s deadline: nobody decides it any more',
+  approval_changed:
+    'the approval’s arguments changed after the args_revision sent with the decision; nothing was decided, `details` has the new revision, what changed and the arguments now',
   invalid_state: 'the resource’s current state does not allow this',
   run_claimed: 'the agent run is already running under another claim (the message names who holds it)',
   claim_mismatch: 'the claim token is not the agent run’s current claim (another holder, or a lapsed lease)',

@@ -98,11 +98,13 @@ export function ApprovalDetail({
     try {
       const { data } = await client.PATCH('/api/work-tasks/{task_uid}', {
         params: { path: { task_uid: task.uid } },
+        // Bound to the arguments shown here: a revision since is refused (409 approval_changed).
         body:
           action === 'respond'
-            ? { action, feedback: feedback.trim() }
+            ? { action, feedback: feedback.trim(), args_revision: task.args_revision }
             : {
                 action,
+                args_revision: task.args_revision,
                 ...(toolArgs ? { tool_args: toolArgs } : {}),
                 ...(note ? { resolution_note: note } : {}),
               },
@@ -133,6 +135,18 @@ export function ApprovalDetail({
       if (code === 'approval_expired') {
         setProblem(problemOf(error));
         void refresh();
+      } else if (code === 'approval_changed') {
+        // Changed while it was read: show it as it is now (edits start again from it), and say what changed.
+        try {
+          const { data } = await client.GET('/api/work-tasks/{task_uid}', {
+            params: { path: { task_uid: task.uid } },
+          });
+          setRecorded(data);
+          setMode('view');
+          void refresh();
+        } finally {
+          setProblem(problemOf(error));
+        }
       } else if (code === 'already_resolved') {
         // Someone (another person, another tab) decided first: say who, never an error page.
         try {

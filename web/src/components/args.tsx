@@ -67,6 +67,14 @@ export function useArgsEditor(proposed: Args): ArgsEditorState {
   const [mode, setModeState] = useState<EditorMode>('form');
   const [drafts, setDrafts] = useState<Record<string, Draft>>(initialDrafts);
   const [json, setJson] = useState(() => JSON.stringify(proposed, null, 2));
+  // New arguments (the agent revised them): edits start again from them, never carry stale values over.
+  const proposedJson = JSON.stringify(proposed);
+  const [editing, setEditing] = useState(proposedJson);
+  if (editing !== proposedJson) {
+    setEditing(proposedJson);
+    setDrafts(initialDrafts());
+    setJson(JSON.stringify(proposed, null, 2));
+  }
 
   const fromForm = useMemo(() => {
     const problems: Record<string, string> = {};

@@ -161,12 +161,22 @@ function Request({
     setProblem(undefined);
     try {
       const { data } = await publicClient.POST('/api/approval-links/decide', {
-        body: { token, action, ...(note ? { resolution_note: note } : {}) },
+        // Decides what this page shows: a revision since is refused (409 approval_changed).
+        body: {
+          token,
+          action,
+          args_revision: task.args_revision,
+          ...(note ? { resolution_note: note } : {}),
+        },
       });
       onDecided(data, 'mine');
     } catch (error) {
       const code = codeOf(error) ?? '';
-      if (code === 'already_resolved' || code === 'token_used') {
+      if (code === 'approval_changed') {
+        // The request changed while it was read: show it as it is now, and say who changed what.
+        await lookUp();
+        setProblem(problemOf(error));
+      } else if (code === 'already_resolved' || code === 'token_used') {
         // Someone decided first (or this link already did): show who, never an error page.
         const now = await lookUp();
         if (now) onDecided(now, 'conflict');
