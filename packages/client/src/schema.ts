@@ -1032,7 +1032,7 @@ export interface paths {
         head?: never;
         /**
          * Update a task, or answer a hil_approval (action approve|reject|respond)
-         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), resolution_note (required to reject), feedback (respond only, required: the approval stays open and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired).
+         * @description A `task` takes title, description, assign_to, priority, due_date, status and context_entities. A `hil_approval` takes only the resolve schema: action (required), tool_args (approve only), resolution_note (optional; a policy may require it to reject), feedback (respond only, required: the approval stays open and the agent revises it; docs/approvals.md#respond-feedback-without-deciding). Fields of the other kind are a 422. Under an approval policy (docs/approvals.md) only its approvers decide (403 not_an_approver), the initiator may be barred from approving (403 initiator_cannot_approve), an approval may need several people (each approve is counted until the count is reached; the same person twice is 409 already_approved), and past its deadline nobody decides it (409 approval_expired). Send args_revision (the one you were shown) to decide only that version of tool_args: after a change it is 409 approval_changed and nothing is decided (docs/approvals.md#decide-what-you-saw).
          */
         patch: operations["updateWorkTask"];
         trace?: never;
@@ -3850,8 +3850,9 @@ export interface components {
          *     - `already_resolved`: the approval was already decided
          *     - `already_approved`: the caller already approved this; the policy needs approvals from other people
          *     - `approval_expired`: the approval passed its policy’s deadline: nobody decides it any more
+         *     - `approval_changed`: the approval’s arguments changed after the args_revision sent with the decision; nothing was decided, `details` has the new revision, what changed and the arguments now
          */
-        AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOnAuthenticatedRoute: {
+        AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOrApprovalChangedOnAuthenticatedRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
@@ -3862,7 +3863,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "already_resolved" | "already_approved" | "approval_expired";
+                    code: "already_resolved" | "already_approved" | "approval_expired" | "approval_changed";
                 };
             };
         };
@@ -3870,9 +3871,11 @@ export interface components {
          * @description Conflict: the error body (docs/errors.md); `code` is one of
          *
          *     - `already_resolved`: the approval was already decided
+         *     - `approval_expired`: the approval passed its policy’s deadline: nobody decides it any more
+         *     - `approval_changed`: the approval’s arguments changed after the args_revision sent with the decision; nothing was decided, `details` has the new revision, what changed and the arguments now
          *     - `token_used`: the emailed link was already used
          */
-        AlreadyResolvedOrTokenUsedOnPublicRoute: {
+        AlreadyResolvedOrApprovalExpiredOrApprovalChangedOrTokenUsedOnPublicRoute: {
             headers: {
                 "X-Request-Id": components["headers"]["X-Request-Id"];
                 [name: string]: unknown;
@@ -3880,7 +3883,7 @@ export interface components {
             content: {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
-                    code: "already_resolved" | "token_used";
+                    code: "already_resolved" | "approval_expired" | "approval_changed" | "token_used";
                 };
             };
         };
@@ -4307,6 +4310,25 @@ export interface components {
                 "application/json": components["schemas"]["ErrorBody"] & {
                     /** @enum {string} */
                     code: "forbidden" | "not_a_member" | "missing_scope" | "second_factor_required";
+                };
+            };
+        };
+        /**
+         * @description Forbidden: the error body (docs/errors.md); `code` is one of
+         *
+         *     - `forbidden`: the caller’s role or key may not do this here
+         *     - `not_an_approver`: the approval’s policy names other approvers (roles or people) than the caller
+         *     - `initiator_cannot_approve`: the approval’s policy bars the person who started it from approving it
+         */
+        ForbiddenOrNotAnApproverOrInitiatorCannotApproveOnPublicRoute: {
+            headers: {
+                "X-Request-Id": components["headers"]["X-Request-Id"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["ErrorBody"] & {
+                    /** @enum {string} */
+                    code: "forbidden" | "not_an_approver" | "initiator_cannot_approve";
                 };
             };
         };
@@ -9765,7 +9787,7 @@ export interface operations {
             401: components["responses"]["UnauthorizedOnAuthenticatedRoute"];
             403: components["responses"]["NotAMemberOrMissingScopeOrCsrfFailedOrSecondFactorRequiredOrNotAnApproverOrInitiatorCannotApproveOnAuthenticatedRoute"];
             404: components["responses"]["NotFoundOnAuthenticatedRoute"];
-            409: components["responses"]["AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOnAuthenticatedRoute"];
+            409: components["responses"]["AlreadyResolvedOrAlreadyApprovedOrApprovalExpiredOrApprovalChangedOnAuthenticatedRoute"];
             413: components["responses"]["PayloadTooLargeOnAuthenticatedRoute"];
             414: components["responses"]["UriTooLongOnAuthenticatedRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnAuthenticatedRoute"];
@@ -10109,9 +10131,9 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequestOrInvalidJsonOrInvalidParameterOrInvalidTokenOrUnknownParameterOnPublicRoute"];
-            403: components["responses"]["ForbiddenOnPublicRoute"];
+            403: components["responses"]["ForbiddenOrNotAnApproverOrInitiatorCannotApproveOnPublicRoute"];
             404: components["responses"]["NotFoundOnPublicRoute"];
-            409: components["responses"]["AlreadyResolvedOrTokenUsedOnPublicRoute"];
+            409: components["responses"]["AlreadyResolvedOrApprovalExpiredOrApprovalChangedOrTokenUsedOnPublicRoute"];
             410: components["responses"]["TokenExpiredOnPublicRoute"];
             413: components["responses"]["PayloadTooLargeOnPublicRoute"];
             415: components["responses"]["UnsupportedMediaTypeOnPublicRoute"];
