@@ -90,7 +90,7 @@ import { registerKnowledgeJobs } from './modules/knowledge/knowledge.jobs.ts';
 import { registerDocumentJobs } from './modules/documents/documents.jobs.ts';
 import { webhookRoutes } from './modules/webhooks/webhooks.routes.ts';
 import { registerWebhookJobs } from './modules/webhooks/webhooks.jobs.ts';
-import { loggerOptions, requestChildLogger } from './platform/logging.ts';
+import { accessLog, loggerOptions, requestChildLogger, stdoutLog } from './platform/logging.ts';
 import { DiskSpaceGuard } from './platform/disk-space.ts';
 import { NO_METRICS } from './platform/observability/metrics.ts';
 import { metricsRoute } from './platform/observability/metrics.routes.ts';
@@ -182,6 +182,7 @@ const DEFAULT_CONSOLE_DIR = path.resolve(import.meta.dirname, '../web/dist');
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
   const compileValidator = schemaCompiler();
   const serializers = lazySharedSerializers();
+  const logger = options.logger ?? loggerOptions(deps.config.logLevel, stdoutLog());
   const app = Fastify({
     // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
     // (app.register) builds its validators from the server options, and would otherwise fall back to
@@ -193,7 +194,7 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
         buildSerializer: serializers,
       },
     },
-    logger: options.logger ?? loggerOptions(deps.config.logLevel),
+    logger,
     bodyLimit: BODY_LIMITS.DEFAULT,
     frameworkErrors: frameworkErrorHandler,
     clientErrorHandler,
@@ -201,7 +202,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
     },
-    logController: new LogController({ requestIdLogLabel: 'request_id' }),
+    // One line per request, when it is answered (the onResponse hook below), instead of Fastify's two.
+    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
     childLoggerFactory: requestChildLogger,
     return503OnClosing: false,
     // Behind a reverse proxy, per-address limits must use the client's address (X-Forwarded-For), but
@@ -225,6 +227,14 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
 
   // First of all hooks: nothing a request runs may reach the database outside its role.
   registerDbRole(app);
+
+  // The request's one log line, once it is answered (logging.ts).
+  const logRequest = accessLog(logger);
+  if (logRequest)
+    app.addHook('onResponse', (request, reply, done) => {
+      logRequest(request, reply);
+      done();
+    });
 
   // Requests are counted and named by route template (`/api/invoices/:uid`), never by raw URL: one
   // series per route, whatever ids the paths carry (docs/observability.md).

@@ -55,7 +55,8 @@ export function buildRemit(log: (message: string) => void): void {
 /** Remit and the CLI get these; everything else in our environment passes through (e.g. DATABASE_POOL_SIZE). */
 export const REMIT_ENV: Record<string, string> = {
   HOST: '127.0.0.1',
-  LOG_LEVEL: 'warn',
+  // The default level: one line per request is part of what a request costs (docs/performance.md#logs).
+  LOG_LEVEL: 'info',
   RATE_LIMIT_MAX: '100000000',
   RUN_WORKERS: 'false',
   // Required with DATABASE_URL (docs/security.md#secrets-at-rest); a throwaway key for a throwaway database.

@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import type { AdminCommandHandler } from '../platform/admin-socket.ts';
 import type { Database } from '../platform/db/client.ts';
 import { DataDirLockedError } from '../platform/db/lock.ts';
-import { loggerOptions } from '../platform/logging.ts';
+import { loggerOptions, stdoutLog } from '../platform/logging.ts';
 import { logTracingTarget, shutdownTracing } from '../platform/observability/tracing.ts';
 import { startProcessRuntime, stopOnSignals } from './dependencies.ts';
 
@@ -20,7 +20,7 @@ export async function runWorker(
   config: Config,
   options: { adminCommands?: (database: Database) => AdminCommandHandler } = {},
 ): Promise<void> {
-  const log = pino(loggerOptions(config.logLevel) as LoggerOptions);
+  const log = pino(loggerOptions(config.logLevel) as LoggerOptions, stdoutLog());
   let runtime;
   try {
     runtime = await startProcessRuntime(config, { command: 'remit worker', works: true });

@@ -51,10 +51,19 @@ describe('request log lines', () => {
     const own = await linesOf(id, (headers) =>
       call(t.app, 'GET', `/api/invoices/${crypto.randomUUID()}`, { key: p.orgA.admin.key, headers }),
     );
-    // incoming request → (the 404 is logged by the error handler) → request completed
-    expect(own.map((l) => l.msg)).toEqual(['incoming request', expect.any(String), 'request completed']);
-    expect(own[0]!.organization_uid).toBeUndefined();
-    for (const line of own.slice(1)) expect(line.organization_uid, String(line.msg)).toBe(p.orgA.uid);
+    // (the 404 is logged by the error handler) → the request's one line, once answered
+    expect(own.map((l) => l.msg)).toEqual([expect.any(String), 'request completed']);
+    for (const line of own) expect(line.organization_uid, String(line.msg)).toBe(p.orgA.uid);
+    expect(own.at(-1)).toMatchObject({
+      level: 30,
+      time: expect.stringMatching(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/),
+      pid: process.pid,
+      hostname: expect.any(String),
+      request_id: id,
+      req: { method: 'GET', url: expect.stringMatching(/^\/api\/invoices\//), remoteAddress: '127.0.0.1' },
+      res: { statusCode: 404 },
+      responseTime: expect.any(Number),
+    });
     expect(own.every((l) => l.queue === undefined && l.job_id === undefined)).toBe(true);
   });
 
