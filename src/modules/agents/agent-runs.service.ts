@@ -25,6 +25,7 @@ import { getAgentRow } from './agents.service.ts';
 import { RUN_STATUSES, type RunStatus, type TokenUsage } from './agents.tables.ts';
 import { notify, type NotifyDeps } from './notifications.service.ts';
 import { emitEvent } from '../webhooks/webhooks.service.ts';
+import { parseInstantRange } from '../../platform/http/date-range.ts';
 
 export const AGENT_RUN_QUEUE = 'remit.agent.run';
 export interface AgentRunJobData {
@@ -128,12 +129,11 @@ export function sparseFields(ctx: RequestContext, value: string | undefined): re
   return fields as RunAttribute[];
 }
 
-const instant = (value: string | undefined): Date | undefined => {
-  if (value === undefined) return undefined;
-  // A bound without a timezone (allowed for `_to`) is UTC.
-  const withZone = /(z|[+-]\d\d(:?\d\d)?)$/i.test(value) ? value : `${value}Z`;
-  return new Date(withZone);
-};
+/** `x_from`/`x_to` as inclusive bounds (the shared range parser: a `_to` without a zone is UTC). */
+function bounds(query: ActivitiesQueryT, name: 'started_on' | 'completed_on' | 'created_on') {
+  const range = parseInstantRange(query[`${name}_from`], query[`${name}_to`], `${name}_from`);
+  return { from: range.from, to: range.until };
+}
 
 /** `status=a,b`: the run statuses named, or undefined for none; 400 for an unknown one. */
 export function parseStatuses(value: string | undefined): RunStatus[] | undefined {
@@ -154,18 +154,21 @@ export async function listActivities(db: Db, ctx: RequestContext, agentUid: stri
   const fields = sparseFields(inOrganization(ctx, agent.organizationUid), query['fields[agent-runs]']);
   const sort = parseSort<runsRepo.RunSortField>(query.sort, '-started_on');
   const page = pageRequest(query, 10);
+  const started = bounds(query, 'started_on');
+  const completed = bounds(query, 'completed_on');
+  const created = bounds(query, 'created_on');
   const { rows, total, groups } = await runsRepo.listActivities(
     db,
     agent.organizationUid,
     agent.uid,
     {
       statuses,
-      startedFrom: instant(query.started_on_from),
-      startedTo: instant(query.started_on_to),
-      completedFrom: instant(query.completed_on_from),
-      completedTo: instant(query.completed_on_to),
-      createdFrom: instant(query.created_on_from),
-      createdTo: instant(query.created_on_to),
+      startedFrom: started.from,
+      startedTo: started.to,
+      completedFrom: completed.from,
+      completedTo: completed.to,
+      createdFrom: created.from,
+      createdTo: created.to,
       hasStarted: query.has_started,
       hasCompleted: query.has_completed,
     },

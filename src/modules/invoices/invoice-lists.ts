@@ -4,6 +4,7 @@ import type { AnyPgColumn } from 'drizzle-orm/pg-core';
 import type { Db } from '../../platform/db/client.ts';
 import type { RequestContext } from '../../platform/http/context.ts';
 import { badParameter } from '../../platform/http/errors.ts';
+import { parseInstantRange } from '../../platform/http/date-range.ts';
 import { offsetOf, type PageRequest } from '../../platform/http/pagination.ts';
 import { containsPattern } from '../../platform/db/text-search.ts';
 import { rawQuery } from '../../platform/db/client.ts';
@@ -89,16 +90,14 @@ function dateConditions(column: TimeColumn, name: string, q: Record<string, stri
     const day = new Date(Math.floor(start.getTime() / DAY_MS) * DAY_MS);
     out.push(gte(column, day), lt(column, new Date(day.getTime() + DAY_MS)));
   }
-  const from = q[`${name}_from`];
-  if (from) out.push(gte(column, instant(`${name}_from`, from)));
-  const to = q[`${name}_to`];
-  if (to) {
-    out.push(
-      DATE_ONLY.test(to)
-        ? lt(column, new Date(instant(`${name}_to`, to).getTime() + DAY_MS))
-        : lte(column, instant(`${name}_to`, to)),
-    );
-  }
+  const range = parseInstantRange(
+    q[`${name}_from`] || undefined,
+    q[`${name}_to`] || undefined,
+    `${name}_from`,
+  );
+  if (range.from) out.push(gte(column, range.from));
+  if (range.until) out.push(lte(column, range.until));
+  if (range.before) out.push(lt(column, range.before));
   return out;
 }
 

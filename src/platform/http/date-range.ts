@@ -49,13 +49,20 @@ export interface InstantRange {
   before?: Date | undefined;
 }
 
+/** A bound as an instant: a bare date is that day's start, a date-time without a zone is UTC. */
+function instantOf(value: string): Date {
+  if (DATE_ONLY.test(value)) return new Date(`${value}T00:00:00Z`);
+  return new Date(/(z|[+-]\d\d(:?\d\d)?)$/i.test(value) ? value : `${value}Z`);
+}
+
 /**
- * The one parser of every `from`/`to` range (already validated as a date or date-time): a bare-date
- * `from` is that day's start (UTC), a bare-date `to` that whole day; `from` later than `to` is 400
- * `invalid_parameter` on `from`, the same on every route.
+ * The one parser of every range (`from`/`to`, `x_from`/`x_to`; already validated as a date or
+ * date-time): a bare-date `from` is that day's start (UTC), a bare-date `to` that whole day, a
+ * date-time without a zone is UTC; `from` later than `to` is 400 `invalid_parameter` naming the `from`
+ * parameter, the same on every route.
  */
-export function parseInstantRange(fromText?: string, toText?: string): InstantRange {
-  const instant = (value: string) => new Date(DATE_ONLY.test(value) ? `${value}T00:00:00Z` : value);
+export function parseInstantRange(fromText?: string, toText?: string, fromName = 'from'): InstantRange {
+  const instant = instantOf;
   const from = fromText !== undefined ? instant(fromText) : undefined;
   const toDay = toText !== undefined && DATE_ONLY.test(toText);
   const to = toText !== undefined ? instant(toText) : undefined;
@@ -63,7 +70,7 @@ export function parseInstantRange(fromText?: string, toText?: string): InstantRa
   const until = to && !toDay ? to : undefined;
   const last = before ? before.getTime() - 1 : until?.getTime();
   if (from && last !== undefined && from.getTime() > last) {
-    throw badParameter('from', 'from must not be later than to');
+    throw badParameter(fromName, `${fromName} must not be later than ${fromName.replace(/from$/, 'to')}`);
   }
   return { from, until, before };
 }
