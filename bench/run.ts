@@ -142,6 +142,9 @@ interface Settings extends LoadSettings {
   approvalRounds: number;
   approvalBurst: number;
   approvalHoldMs: number;
+  /** Alternating rounds of a scenario and its one-read reference (0: none), and their length. */
+  pairedRounds: number;
+  pairedDurationS: number;
 }
 
 /** BENCH_INVOICE_SIZES (or another list of sizes): "10000,100000" or "10k,100k,1m". */
@@ -257,6 +260,8 @@ function loadSettings(): Settings {
     approvalRounds: intFromEnv('BENCH_APPROVAL_ROUNDS', 200, 1),
     approvalBurst: intFromEnv('BENCH_APPROVAL_BURST', 20, 2),
     approvalHoldMs: intFromEnv('BENCH_APPROVAL_HOLD_MS', 20, 1),
+    pairedRounds: intFromEnv('BENCH_PAIRED_ROUNDS', 5, 0),
+    pairedDurationS: intFromEnv('BENCH_PAIRED_DURATION_S', 4, 1),
   };
 }
 
@@ -685,6 +690,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
   }
 
   const scenarioResults = new Map<string, ScenarioResult>();
+  const scenarioRequests = new Map<string, RequestSpec>();
   const referenceResults: ReferenceResult[] = [];
   const seeding: SeedStep[] = [];
   const searchSeeding: SearchSeedStep[] = [];
@@ -830,11 +836,61 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
           postgresDatabase,
         });
         scenarioResults.set(scenario.id, scenarioResult(scenario, settings, request, figures, checked));
+        scenarioRequests.set(scenario.id, request);
       } catch (error) {
         if (error instanceof BenchError && remit.child.exited) throw error;
         failScenario(scenario, request, error);
       }
     }
+    // Against its one-read reference, a scenario is also measured in alternating short rounds, both
+    // servers up: the machine's speed drifts between two long runs made one after the other.
+    const paired = ofEngine.filter(
+      (s) =>
+        settings.pairedRounds > 0 &&
+        s.references &&
+        oneReadReferences[s.references.oneRead].engine === engine &&
+        scenarioRequests.has(s.id),
+    );
+    for (const id of new Set(paired.map((s) => s.references!.oneRead))) {
+      const reference = oneReadReferences[id];
+      const server = await startServer(
+        `one-read reference (${engine}, paired rounds)`,
+        tsx('bench/servers/one-read.ts'),
+        engine === 'postgres' ? { ENGINE: 'postgres', DATABASE_URL: database!.url } : { ENGINE: 'pglite' },
+        pinning,
+        settings,
+        true,
+      );
+      const round = { ...settings, durationS: settings.pairedDurationS, warmupS: 1 };
+      for (const scenario of paired.filter((s) => s.references!.oneRead === id)) {
+        const ratios: number[] = [];
+        for (let r = 0; r < settings.pairedRounds; r++) {
+          const mine = await measureChecked(remit, scenarioRequests.get(scenario.id)!, round, {
+            expectStatus: scenario.expectStatus ?? 200,
+            connections: scenario.connections,
+            postgresDatabase,
+          });
+          const theirs = await measureChecked(server, reference.request, round, {
+            expectStatus: 200,
+            connections: scenario.connections,
+            postgresDatabase,
+          });
+          const value = ratio(mine.figures, theirs.figures);
+          if (value !== null) ratios.push(value);
+        }
+        const sorted = [...ratios].sort((a, b) => a - b);
+        const result = scenarioResults.get(scenario.id)!;
+        if (sorted.length > 0)
+          result.paired = {
+            rounds: sorted.length,
+            duration_s: settings.pairedDurationS,
+            ratios,
+            median: sorted[Math.floor((sorted.length - 1) / 2)]!,
+          };
+      }
+      await stopServer(server);
+    }
+
     // The statements behind the invoice scenarios, planned and run on the largest dataset.
     if (engine === 'postgres' && ctx.seededInvoices > 0) {
       try {
@@ -932,7 +988,8 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
         one_read: ratio(result.figures, referenceFigures.get(references.oneRead)),
       };
       result.targets = (s.targets ?? []).map((t): TargetResult => {
-        const value = t.against === 'bare' ? result.ratios.bare : result.ratios.one_read;
+        const value =
+          t.against === 'bare' ? result.ratios.bare : (result.paired?.median ?? result.ratios.one_read);
         return {
           against: t.against,
           reference_id: t.against === 'bare' ? references.bare : references.oneRead,
