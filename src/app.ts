@@ -183,6 +183,12 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
   const compileValidator = schemaCompiler();
   const serializers = lazySharedSerializers();
   const logger = options.logger ?? loggerOptions(deps.config.logLevel, stdoutLog());
+  class AccessLineController extends LogController {
+    override incomingRequest(): void {}
+    override requestCompleted(error: Error | null | undefined, ...rest: unknown[]): void {
+      if (error) (super.requestCompleted as (...a: unknown[]) => void)(error, ...rest);
+    }
+  }
   const app = Fastify({
     // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
     // (app.register) builds its validators from the server options, and would otherwise fall back to
@@ -202,8 +208,9 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
       const given = req.headers['x-request-id'];
       return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : crypto.randomUUID();
     },
-    // One line per request, when it is answered (the onResponse hook below), instead of Fastify's two.
-    logController: new LogController({ requestIdLogLabel: 'request_id', disableRequestLogging: true }),
+    // One line per request, when it is answered (the onResponse hook below), instead of Fastify's two;
+    // Fastify's error lines (a failed response, a stream that broke after its headers) stay.
+    logController: new AccessLineController({ requestIdLogLabel: 'request_id' }),
     childLoggerFactory: requestChildLogger,
     return503OnClosing: false,
     // Behind a reverse proxy, per-address limits must use the client's address (X-Forwarded-For), but

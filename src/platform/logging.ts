@@ -75,13 +75,15 @@ export function accessLog(
   return (request, reply) => {
     let fields = '';
     const own = (request.log as unknown as WithFields)[LOG_FIELDS];
-    if (own) for (const name in own) fields += `,${JSON.stringify(name)}:${JSON.stringify(own[name])}`;
+    if (own)
+      for (const name in own) fields += `,${JSON.stringify(name)}:${JSON.stringify(own[name] ?? null)}`;
     const trace = currentTraceIds();
     if (trace) fields += `,"trace_id":"${trace.trace_id}","span_id":"${trace.span_id}"`;
     stream.write(
       `{"level":30,"time":"${new Date().toISOString()}"${base}${fields}` +
         `,"req":{"method":${JSON.stringify(request.method)},"url":${JSON.stringify(redactUrl(request.url))}` +
-        `,"host":${JSON.stringify(request.hostname)},"remoteAddress":${JSON.stringify(request.ip)}}` +
+        // Either may be undefined on a socket already gone: null keeps the line JSON.
+        `,"host":${JSON.stringify(request.hostname ?? null)},"remoteAddress":${JSON.stringify(request.ip ?? null)}}` +
         `,"res":{"statusCode":${reply.statusCode}},"responseTime":${reply.elapsedTime}` +
         `,"msg":"request completed"}\n`,
     );
