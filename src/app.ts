@@ -178,17 +178,19 @@ export interface BuildAppOptions {
 /** web/dist beside src/ (tsx) or dist/ (the bundle): both are one level below the repository. */
 const DEFAULT_CONSOLE_DIR = path.resolve(import.meta.dirname, '../web/dist');
 
+/** Fastify's request lines but for the two a request's one access line replaces (logging.ts). */
+class AccessLineController extends LogController {
+  override incomingRequest(): void {}
+  override requestCompleted(error: Error | null | undefined, ...rest: unknown[]): void {
+    if (error) (super.requestCompleted as (...a: unknown[]) => void)(error, ...rest);
+  }
+}
+
 /** Builds the app (it never listens): the server, the CLI's checks and the tests all start here. */
 export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Promise<App> {
   const compileValidator = schemaCompiler();
   const serializers = lazySharedSerializers();
   const logger = options.logger ?? loggerOptions(deps.config.logLevel, stdoutLog());
-  class AccessLineController extends LogController {
-    override incomingRequest(): void {}
-    override requestCompleted(error: Error | null | undefined, ...rest: unknown[]): void {
-      if (error) (super.requestCompleted as (...a: unknown[]) => void)(error, ...rest);
-    }
-  }
   const app = Fastify({
     // Given as the compiler factory rather than through app.setValidatorCompiler: a child scope
     // (app.register) builds its validators from the server options, and would otherwise fall back to

@@ -62,10 +62,9 @@ function instantOf(value: string): Date {
  * parameter, the same on every route.
  */
 export function parseInstantRange(fromText?: string, toText?: string, fromName = 'from'): InstantRange {
-  const instant = instantOf;
-  const from = fromText !== undefined ? instant(fromText) : undefined;
+  const from = fromText !== undefined ? instantOf(fromText) : undefined;
   const toDay = toText !== undefined && DATE_ONLY.test(toText);
-  const to = toText !== undefined ? instant(toText) : undefined;
+  const to = toText !== undefined ? instantOf(toText) : undefined;
   const before = to && toDay ? new Date(to.getTime() + DAY_MS) : undefined;
   const until = to && !toDay ? to : undefined;
   const last = before ? before.getTime() - 1 : until?.getTime();
