@@ -16,6 +16,12 @@ export interface Config {
   databasePoolSize: number;
   /** PGlite's shared buffers in MB (its largest memory use); PostgreSQL's own setting is the server's. */
   pgliteSharedBuffersMb: number;
+  /** PGlite's WAL between checkpoints at most (MB): bounds what a start after a crash replays. */
+  pgliteMaxWalMb: number;
+  /** PGlite: a checkpoint this often (seconds) when something was written; 0 turns them off. */
+  pgliteCheckpointIntervalS: number;
+  /** PGlite: V8's optimising compiler for its WebAssembly (faster warm queries, slower start, more memory). */
+  pgliteOptimizedCode: boolean;
   rateLimitMax: number;
   rateLimitWindowS: number;
   redisUrl: string | undefined;
@@ -444,6 +450,9 @@ export function loadConfig(env: Env = process.env): Config {
     statementTimeoutMs: integer(env, 'STATEMENT_TIMEOUT_MS', 10_000, 100),
     databasePoolSize: integer(env, 'DATABASE_POOL_SIZE', 10, 1, 200),
     pgliteSharedBuffersMb: integer(env, 'PGLITE_SHARED_BUFFERS_MB', 16, 1, 4096),
+    pgliteMaxWalMb: integer(env, 'PGLITE_MAX_WAL_MB', 64, 32, 65_536),
+    pgliteCheckpointIntervalS: integer(env, 'PGLITE_CHECKPOINT_INTERVAL_S', 60, 0, 86_400),
+    pgliteOptimizedCode: boolean(env, 'PGLITE_OPTIMIZED_CODE', false),
     rateLimitMax: integer(env, 'RATE_LIMIT_MAX', 600, 1),
     rateLimitWindowS: integer(env, 'RATE_LIMIT_WINDOW_S', 60, 1),
     redisUrl: optional(env, 'REDIS_URL'),

@@ -28,6 +28,9 @@ export async function openMigratedDatabase(config: Config, command: string): Pro
       statementTimeoutMs: config.statementTimeoutMs,
       poolSize: config.databasePoolSize,
       pgliteSharedBuffersMb: config.pgliteSharedBuffersMb,
+      pgliteMaxWalMb: config.pgliteMaxWalMb,
+      pgliteCheckpointIntervalMs: config.pgliteCheckpointIntervalS * 1000,
+      pgliteOptimizedCode: config.pgliteOptimizedCode,
     });
     const appliedMigrations = await migrate(database);
     return {

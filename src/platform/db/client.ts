@@ -1,5 +1,6 @@
 // PGlite and its drizzle driver are loaded only when PGlite is the engine (createPglite, openDatabase):
 // a server on PostgreSQL does not pay for them at start (docs/performance.md#start-and-footprint).
+import v8 from 'node:v8';
 import type { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT, PgTransaction } from 'drizzle-orm/pg-core';
@@ -7,8 +8,9 @@ import { drizzle as drizzleNodePg } from 'drizzle-orm/node-postgres';
 import type { ExtractTablesWithRelations } from 'drizzle-orm';
 import pg from 'pg';
 import { inRequestTransaction, scopedDb } from './request-scope.ts';
-import { RoleScopedPool, roleScopedPglite } from './session-role.ts';
+import { asService, RoleScopedPool, roleScopedPglite } from './session-role.ts';
 import { tracedPglite } from './pglite-tracing.ts';
+import { scheduleCheckpoints, type PgliteCheckpoints } from './pglite-checkpoints.ts';
 import { pgliteNotifications, postgresNotifications, type Notifications } from './notifications.ts';
 import { tracingActive } from '../observability/tracing.ts';
 
@@ -40,6 +42,8 @@ export interface Database {
   close(): Promise<void>;
   /** PGlite only: a dump of the data directory (test fixtures). */
   pglite?: PGlite;
+  /** PGlite on a data directory only: its periodic checkpoints (pglite-checkpoints.ts). */
+  checkpoints?: PgliteCheckpoints;
   pool?: pg.Pool;
   /** LISTEN/NOTIFY for caches that must forget at once (notifications.ts). */
   notifications: Notifications;
@@ -55,6 +59,15 @@ export interface OpenDatabaseOptions {
   poolSize?: number;
   /** PGlite only: its shared buffers (PostgreSQL's default, 128 MB, is most of an idle process's memory). */
   pgliteSharedBuffersMb?: number;
+  /** PGlite on a data directory only: a checkpoint once this much WAL was written since the last (MB). */
+  pgliteMaxWalMb?: number;
+  /** PGlite on a data directory only: a checkpoint this often when something was written; 0: none. */
+  pgliteCheckpointIntervalMs?: number;
+  /**
+   * PGlite only: let V8 optimise PostgreSQL's WebAssembly as it runs (faster heavy queries, a slower
+   * start and more memory). Off: its baseline code only. Process-wide, decided by the first PGlite.
+   */
+  pgliteOptimizedCode?: boolean;
   /**
    * An open PGlite (from `createPglite`) to use instead of opening one; the caller keeps it: `close()`
    * stops listening and leaves it open (tests hand one migrated instance from file to file).
@@ -66,21 +79,45 @@ export interface OpenDatabaseOptions {
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value));
 pg.types.setTypeParser(pg.types.builtins.NUMERIC, (value) => Number(value));
 
+/** The WAL after which PGlite checkpoints, by default (docs/configuration.md). */
+export const DEFAULT_PGLITE_MAX_WAL_MB = 64;
+
+let wasmTieringChosen = false;
+
+/**
+ * V8 compiles PostgreSQL's WebAssembly (9 MB) first with its baseline compiler, then recompiles the
+ * functions that run often with its optimising one, on background threads. At start that second pass
+ * competed with the start itself for the machine's cores and held ≈ 60 MB more: an embedded start took
+ * ≈ 0.6 s longer and sat at the edge of its memory goal, for queries up to a quarter faster once warm
+ * (docs/performance.md#start-and-footprint). Baseline code only, unless asked for. Set before the first
+ * module compiles; the flag is read per compilation, so it holds for the process.
+ */
+function chooseWasmTiering(optimized: boolean): void {
+  if (wasmTieringChosen) return;
+  wasmTieringChosen = true;
+  if (!optimized) v8.setFlagsFromString('--liftoff-only');
+}
+
 /** An embedded PostgreSQL with Remit's extensions, on `dataDir` or in memory (from `loadDataDir`). */
 export async function createPglite(
-  options: Pick<OpenDatabaseOptions, 'dataDir' | 'loadDataDir' | 'pgliteSharedBuffersMb'>,
+  options: Pick<
+    OpenDatabaseOptions,
+    'dataDir' | 'loadDataDir' | 'pgliteSharedBuffersMb' | 'pgliteOptimizedCode'
+  >,
 ): Promise<PGlite> {
-  const [{ PGlite }, { btree_gin }, { pg_trgm }, { pgcrypto }] = await Promise.all([
+  chooseWasmTiering(options.pgliteOptimizedCode ?? false);
+  // pgcrypto is not loaded: nothing of Remit's calls it (gen_random_uuid is PostgreSQL's own), and its
+  // bundle (OpenSSL inside) was a fifth of the embedded engine's start. Data directories created when
+  // the first migration still installed it open as before: its functions load only when called.
+  const [{ PGlite }, { btree_gin }, { pg_trgm }] = await Promise.all([
     import('@electric-sql/pglite'),
     import('@electric-sql/pglite/contrib/btree_gin'),
     import('@electric-sql/pglite/contrib/pg_trgm'),
-    import('@electric-sql/pglite/contrib/pgcrypto'),
   ]);
-  const extensions = { pg_trgm, pgcrypto, btree_gin };
   return PGlite.create({
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
     ...(options.loadDataDir ? { loadDataDir: options.loadDataDir } : {}),
-    extensions,
+    extensions: { pg_trgm, btree_gin },
     // Shared buffers are allocated in the WebAssembly heap and touched as pages are read: PostgreSQL's
     // 128 MB default made an idle embedded server 400+ MB. The data directory's files stay in the OS page
     // cache anyway (docs/performance.md#start-and-footprint).
@@ -146,10 +183,30 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const db = scopedDb(drizzlePglite(lite) as unknown as Db);
   const notifications = pgliteNotifications(raw);
+  // In memory there is nothing to replay after a crash; a handed-in instance is its owner's to manage.
+  const checkpoints =
+    options.dataDir && !options.pgliteInstance
+      ? scheduleCheckpoints(
+          {
+            query: (text) => asService(() => roleScoped.query(text)),
+            exec: (text) => asService(() => roleScoped.exec(text)),
+            get closed() {
+              return raw.closed;
+            },
+          },
+          {
+            intervalMs: options.pgliteCheckpointIntervalMs ?? 60_000,
+            maxWalBytes: (options.pgliteMaxWalMb ?? DEFAULT_PGLITE_MAX_WAL_MB) * 2 ** 20,
+            onError: (error) =>
+              process.stderr.write(`embedded database checkpoint failed: ${String(error)}\n`),
+          },
+        )
+      : undefined;
   return {
     kind: 'pglite',
     db,
     pglite: lite,
+    ...(checkpoints ? { checkpoints } : {}),
     notifications,
     ping: async () => {
       await lite.query('select 1');
@@ -162,6 +219,7 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
       max: 1,
     }),
     close: async () => {
+      checkpoints?.stop();
       await notifications.close();
       if (!options.pgliteInstance && !raw.closed) await raw.close();
     },
