@@ -1,4 +1,4 @@
-// `npm start`'s first step: bundles src/ into dist/ (scripts/build.mjs) when dist/ is missing or older
+// `npm start`'s first step (scripts/start.mjs): bundles src/ into dist/ (scripts/build.mjs) when dist/ is missing or older
 // than any source file, and builds the console into web/dist (scripts/build-console.mjs) when it is
 // missing or older than its sources, so a fresh clone, a `git pull` or an edit never starts yesterday's
 // build. A no-op check costs milliseconds.
@@ -25,20 +25,25 @@ function run(script) {
   if (result.status !== 0) process.exit(result.status ?? 1);
 }
 
-const serverSources = Math.max(
-  newest(path.join(root, 'src')),
-  // The build's embedded-database template is made from the migrations.
-  newest(path.join(root, 'migrations')),
-  ...['package.json', 'scripts/build.mjs'].map(modified),
-);
-if (builtAt('dist/.build-stamp') < serverSources) run('scripts/build.mjs');
-else {
-  const consoleSources = Math.max(
-    newest(path.join(root, 'web/src')),
-    newest(path.join(root, 'packages/client/src')),
-    ...['web/index.html', 'web/vite.config.ts', 'web/package.json', 'scripts/build-console.mjs'].map(
-      modified,
-    ),
+/** Builds what is stale (see above); returns once dist/ and web/dist are current. */
+export function buildIfStale() {
+  const serverSources = Math.max(
+    newest(path.join(root, 'src')),
+    // The build's embedded-database template is made from the migrations.
+    newest(path.join(root, 'migrations')),
+    ...['package.json', 'scripts/build.mjs'].map(modified),
   );
-  if (builtAt('web/dist/index.html') < consoleSources) run('scripts/build-console.mjs');
+  if (builtAt('dist/.build-stamp') < serverSources) run('scripts/build.mjs');
+  else {
+    const consoleSources = Math.max(
+      newest(path.join(root, 'web/src')),
+      newest(path.join(root, 'packages/client/src')),
+      ...['web/index.html', 'web/vite.config.ts', 'web/package.json', 'scripts/build-console.mjs'].map(
+        modified,
+      ),
+    );
+    if (builtAt('web/dist/index.html') < consoleSources) run('scripts/build-console.mjs');
+  }
 }
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) buildIfStale();

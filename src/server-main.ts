@@ -32,7 +32,7 @@ async function main() {
       ? app.log.warn({ err: reason }, 'Redis unavailable: rate limits counted in memory per instance')
       : app.log.info('Redis answers again: rate limits counted in Redis');
   // An API-only server still declares every queue and schedule, so what it enqueues has a queue.
-  await runtime.startJobs(app.log);
+  await runtime.declareJobs(app.log);
   if (!config.runWorkers && !config.databaseUrl) {
     app.log.warn(
       'RUN_WORKERS=false with the embedded database: no other process can open DATA_DIR, so no job ' +
@@ -58,6 +58,7 @@ async function main() {
   });
 
   await app.listen({ port: config.port, host: config.host });
+  await runtime.startWorking();
   await runtime.serveMetricsPort(app.log);
   logTracingTarget(app.log, config.tracing);
   app.log.info(

@@ -37,6 +37,13 @@ export interface ProcessRuntime {
    * and, in a process that works the queues, starts fetching jobs.
    */
   startJobs(log: FastifyBaseLogger): Promise<void>;
+  /** `startJobs` in two steps: the queues and schedules first (before a server listens: it enqueues)… */
+  declareJobs(log: FastifyBaseLogger): Promise<void>;
+  /**
+   * …and the fetching once it listens: with the embedded database the first fetch of every queue (one
+   * statement each, ≈ 5 ms) ran before the server answered its first request.
+   */
+  startWorking(): Promise<void>;
   /**
    * With METRICS_PORT set, serves GET /metrics on a listener of its own (the worker's only way to be
    * scraped; the server's when metrics stay off its API port).
@@ -120,6 +127,12 @@ export async function startProcessRuntime(
       clients: createClients(config, metrics),
       metrics,
     };
+    const declareJobs = async (jobLog: FastifyBaseLogger) => {
+      await withSchemaLock(database, () => registerJobs(deps, jobLog));
+    };
+    const startWorking = async () => {
+      if (options.works) await deps.jobs.startWorkers();
+    };
     return {
       deps,
       opened,
@@ -140,9 +153,11 @@ export async function startProcessRuntime(
         }
       },
       async startJobs(jobLog) {
-        await withSchemaLock(database, () => registerJobs(deps, jobLog));
-        if (options.works) await deps.jobs.startWorkers();
+        await declareJobs(jobLog);
+        await startWorking();
       },
+      declareJobs,
+      startWorking,
       async serveMetricsPort(serveLog) {
         if (config.metrics.port === undefined) return;
         const { port, host, token } = config.metrics;

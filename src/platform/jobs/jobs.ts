@@ -260,7 +260,8 @@ export class Jobs {
   }
 
   async startWorkers(): Promise<void> {
-    if (this.working) return;
+    // A server starts working once it listens: a stop may have come first.
+    if (this.working || this.stopped.yes) return;
     this.working = true;
     for (const name of this.handlers.keys()) await this.workQueue(name);
   }
