@@ -137,6 +137,8 @@ interface Settings extends LoadSettings {
   startupFreshRuns: number;
   /** Requests in all at each RSS reading of the rss-growth measurements. */
   rssRequests: number[];
+  /** Writes before each kill -9 of npm-start-pglite-after-kill. */
+  killWrites: number;
   /** The approvals group's measurements selected (BENCH_SCENARIOS, BENCH_ENGINES), and its settings. */
   approvals: ApprovalsId[];
   approvalRounds: number;
@@ -256,6 +258,7 @@ function loadSettings(): Settings {
     // A fresh data directory costs several seconds a start: at most 3 unless asked for more.
     startupFreshRuns: intFromEnv('BENCH_STARTUP_FRESH_RUNS', Math.min(3, startupRuns), 1),
     rssRequests,
+    killWrites: intFromEnv('BENCH_KILL_WRITES', 5000, 1),
     approvals,
     approvalRounds: intFromEnv('BENCH_APPROVAL_ROUNDS', 200, 1),
     approvalBurst: intFromEnv('BENCH_APPROVAL_BURST', 20, 2),
@@ -666,6 +669,7 @@ async function bench(pinning: Pinning, settings: Settings): Promise<BenchResults
       runs: settings.startupRuns,
       freshRuns: settings.startupFreshRuns,
       rssRequests: settings.rssRequests,
+      killWrites: settings.killWrites,
       connections: settings.connections,
       pinning,
       startTimeoutMs: settings.startTimeoutMs,

@@ -37,6 +37,7 @@ export type StartupId =
   | 'npm-start-postgres-migrated'
   | 'npm-start-pglite-restart'
   | 'npm-start-pglite-fresh'
+  | 'npm-start-pglite-after-kill'
   | 'rss-growth-postgres'
   | 'rss-growth-pglite';
 
@@ -97,6 +98,13 @@ export const STARTUP_ITEMS: readonly StartupItem[] = [
     'start',
     'npm',
   ),
+  startupItem(
+    'npm-start-pglite-after-kill',
+    'pglite',
+    '`npm start`, PGlite, after writes and kill -9',
+    'start',
+    'npm',
+  ),
   startupItem('rss-growth-postgres', 'postgres', 'RSS under GET /api/me, PostgreSQL', 'rss-growth'),
   startupItem('rss-growth-pglite', 'pglite', 'RSS under GET /api/me, PGlite', 'rss-growth'),
 ];
@@ -110,6 +118,7 @@ const TARGETS: Record<StartupId, { readyMs?: number; idleRssMib?: number; growth
   'npm-start-postgres-migrated': { readyMs: 1000, idleRssMib: 150 },
   'npm-start-pglite-restart': { readyMs: 2000, idleRssMib: 300 },
   'npm-start-pglite-fresh': { readyMs: 5000, idleRssMib: 300 },
+  'npm-start-pglite-after-kill': { readyMs: 2000, idleRssMib: 300 },
   'rss-growth-postgres': { growthPercent: 15 },
   'rss-growth-pglite': { growthPercent: 15 },
 };
@@ -276,6 +285,8 @@ interface StartContext {
 }
 
 /** The pid of a descendant of `pid` running dist/server.js (`npm start` → sh → node), if any. */
+const SERVER_ENTRIES = ['scripts/start.mjs', 'dist/server.js'];
+
 function serverDescendant(pid: number): number | undefined {
   const children = (parent: number): number[] => {
     try {
@@ -292,9 +303,10 @@ function serverDescendant(pid: number): number | undefined {
     const candidate = queue.shift()!;
     try {
       const cmdline = readFileSync(`/proc/${candidate}/cmdline`, 'utf8').split('\0');
-      // node itself, not the `sh -c "node … dist/server.js"` npm runs it through.
+      // node itself, not the `sh -c "node … scripts/start.mjs"` npm runs it through (the script
+      // imports the server into its own process; `dist/server.js` when run directly).
       const isNode = path.basename(cmdline[0] ?? '').startsWith('node');
-      if (isNode && cmdline.some((arg) => arg === 'dist/server.js')) return candidate;
+      if (isNode && cmdline.some((arg) => SERVER_ENTRIES.includes(arg))) return candidate;
     } catch {
       // gone meanwhile
     }
@@ -351,7 +363,9 @@ async function startTimed(
     const server = pid === undefined ? undefined : serverDescendant(pid);
     if (server === undefined) {
       await child.stop();
-      throw new BenchError(`${name}: no process running dist/server.js under npm (pid ${pid})`);
+      throw new BenchError(
+        `${name}: no node process running ${SERVER_ENTRIES.join(' or ')} under npm (pid ${pid})`,
+      );
     }
     const serverTicks = cpuTicks(server, true);
     const npmTicks = pid === undefined ? null : cpuTicks(pid, true);
@@ -439,6 +453,51 @@ async function oneStart(
   }
 }
 
+/**
+ * A server on `env`'s data directory, `writes` parties created through the API (8 at a time), then
+ * SIGKILL: the next start finds whatever the embedded database had not checkpointed.
+ */
+async function writeThenKill(
+  name: string,
+  env: Record<string, string>,
+  apiKey: string,
+  writes: number,
+  ctx: StartContext,
+): Promise<{ ms: number }> {
+  const started = await startTimed(name, env, ctx);
+  try {
+    const began = performance.now();
+    let next = 0;
+    const writer = async () => {
+      while (next < writes) {
+        const n = next++;
+        const response = await fetch(`${started.baseUrl}/api/parties`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${apiKey}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            name: `Killed party ${n} ${'n'.repeat(200)}`,
+            role: 'client',
+            address: `${n} Crash Street ${'a'.repeat(300)}`,
+          }),
+        });
+        const body = await response.text();
+        if (response.status !== 201 && response.status !== 200) {
+          throw new BenchError(
+            `${name}: POST /api/parties answered ${response.status}: ${body.slice(0, 200)}`,
+          );
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, writer));
+    const ms = performance.now() - began;
+    started.child.process.kill('SIGKILL');
+    await started.child.waitForExit();
+    return { ms };
+  } finally {
+    await started.child.stop();
+  }
+}
+
 /** An untimed start and stop (migrations, data directory creation, a warm file cache). */
 async function prepareByStart(name: string, env: Record<string, string>, ctx: StartContext): Promise<void> {
   const started = await startTimed(`${name} (preparing start)`, env, ctx);
@@ -462,6 +521,8 @@ export interface StartupOptions {
   freshRuns: number;
   /** Requests in all at each RSS reading: [20000, 200000]. */
   rssRequests: number[];
+  /** Writes before each kill -9 of `npm-start-pglite-after-kill`. */
+  killWrites: number;
   connections: number;
   pinning: Pinning;
   startTimeoutMs: number;
@@ -550,6 +611,7 @@ async function measureStarts(
   },
 ): Promise<StartMeasurement> {
   const fresh = item.id === 'start-pglite-fresh' || item.id === 'npm-start-pglite-fresh';
+  const afterKill = item.id === 'npm-start-pglite-after-kill';
   const workers = item.id === 'start-postgres-migrated-workers';
   const result: StartMeasurement = {
     id: item.id,
@@ -559,9 +621,11 @@ async function measureStarts(
     run_workers: workers,
     prepared_by: fresh
       ? 'nothing: a new empty DATA_DIR for each start'
-      : item.engine === 'postgres'
-        ? 'one untimed start and stop on the throwaway database (migrations, job queue schema)'
-        : 'one untimed start and stop on the data directory (created, migrated)',
+      : afterKill
+        ? `before each start: a server on the data directory, ${options.killWrites} writes (POST /api/parties), kill -9`
+        : item.engine === 'postgres'
+          ? 'one untimed start and stop on the throwaway database (migrations, job queue schema)'
+          : 'one untimed start and stop on the data directory (created, migrated)',
     runs: [],
     ready_ms: null,
     idle_rss_mib: null,
@@ -569,13 +633,25 @@ async function measureStarts(
   };
   const runs = fresh ? options.freshRuns : options.runs;
   try {
-    if (!fresh) await env.prepare(item.engine);
+    if (!fresh && !afterKill) await env.prepare(item.engine);
+    const killedEnv = { DATA_DIR: path.join(env.root, `${item.id}-data`) };
+    const key = afterKill ? (await initRemit('pglite', killedEnv, 'Killed')).api_key : undefined;
     for (let i = 1; i <= runs; i++) {
       let runEnv: Record<string, string>;
       if (fresh) {
-        const dir = path.join(env.root, `pglite-fresh-${i}`);
+        const dir = path.join(env.root, `${item.id}-${i}`);
         if (existsSync(dir)) throw new BenchError(`${dir} exists already`);
         runEnv = { DATA_DIR: dir };
+      } else if (afterKill) {
+        const wal = await writeThenKill(
+          `Remit (${item.id} #${i}, writing)`,
+          killedEnv,
+          key!,
+          options.killWrites,
+          ctx,
+        );
+        ctx.log(`    #${i}: ${options.killWrites} writes in ${fmtMs(wal.ms)}, then kill -9`);
+        runEnv = killedEnv;
       } else {
         runEnv = item.engine === 'postgres' ? env.postgresEnv : env.pgliteEnv;
       }
