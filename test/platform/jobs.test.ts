@@ -235,6 +235,26 @@ describe('jobs', () => {
     }
   });
 
+  it('a supervising process keeps the schedules once it works the queues, not while it starts', async () => {
+    await rawQuery(t.db, `update pgboss.version set cron_on = null`);
+    const supervising = await Jobs.start(t.database, { supervise: true });
+    try {
+      // Started, not yet working (a server before it listens): no schedule was checked.
+      const [before] = await rawQuery<{ cron_on: string | null }>(t.db, `select cron_on from pgboss.version`);
+      expect(before!.cron_on).toBeNull();
+      await supervising.startWorkers();
+      await until(async () => {
+        const [after] = await rawQuery<{ cron_on: string | null }>(
+          t.db,
+          `select cron_on from pgboss.version`,
+        );
+        return after!.cron_on !== null;
+      }, 'the timekeeper to check the schedules');
+    } finally {
+      await supervising.stop();
+    }
+  });
+
   it('refuses a queue that was never defined', async () => {
     await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
       /never defined/,

@@ -112,7 +112,12 @@ export class Jobs {
     private readonly boss: PgBoss,
     private readonly metrics: Metrics,
     private readonly stopped: { yes: boolean },
+    /** Starts pg-boss's timekeeper (the schedules) on its own instance; undefined: this process keeps none. */
+    private readonly startTimekeeper: (() => Promise<PgBoss>) | undefined,
   ) {}
+
+  /** The instance that keeps the schedules, once started (stopped with the queue). */
+  private timekeeper: PgBoss | undefined;
 
   static async start(
     database: Database,
@@ -129,11 +134,17 @@ export class Jobs {
     } = {},
   ): Promise<Jobs> {
     const stopped = { yes: false };
+    const db = executorFor(database, stopped, options.writeGate);
+    const supervise = options.supervise ?? true;
     const boss = new PgBoss({
-      db: executorFor(database, stopped, options.writeGate),
+      db,
       schema: PGBOSS_SCHEMA,
-      supervise: options.supervise ?? true,
-      schedule: options.supervise ?? true,
+      supervise,
+      // pg-boss checks every schedule as its timekeeper starts (cron-parser working out each one's last
+      // time: ≈ 130 ms of CPU for our 16), which held a server's first answer back. The schedules are
+      // kept by a second instance on the same connection, started with the workers (`startWorkers`:
+      // once a server listens).
+      schedule: false,
       ...(options.maintenanceIntervalSeconds
         ? { maintenanceIntervalSeconds: options.maintenanceIntervalSeconds }
         : {}),
@@ -141,7 +152,21 @@ export class Jobs {
     });
     boss.on('error', (error) => options.onError?.(error));
     await boss.start();
-    const jobs = new Jobs(boss, options.metrics ?? NO_METRICS, stopped);
+    const startTimekeeper = supervise
+      ? async () => {
+          const timekeeper = new PgBoss({
+            db,
+            schema: PGBOSS_SCHEMA,
+            supervise: false,
+            schedule: true,
+            migrate: false,
+          });
+          timekeeper.on('error', (error) => options.onError?.(error));
+          await timekeeper.start();
+          return timekeeper;
+        }
+      : undefined;
+    const jobs = new Jobs(boss, options.metrics ?? NO_METRICS, stopped, startTimekeeper);
     // What earlier starts declared, read once: a start that finds everything as it should be writes
     // nothing (each declaration was a statement or two, one after another, under the schema lock).
     for (const queue of (await boss.getQueues()) as { name: string; expireInSeconds: number | null }[]) {
@@ -264,6 +289,7 @@ export class Jobs {
     if (this.working || this.stopped.yes) return;
     this.working = true;
     for (const name of this.handlers.keys()) await this.workQueue(name);
+    if (this.startTimekeeper) this.timekeeper = await this.startTimekeeper();
   }
 
   /** Enqueues a job inside `tx`: no job exists unless the transaction commits. Returns the job id. */
@@ -331,6 +357,7 @@ export class Jobs {
   async stop(graceMs = 10_000): Promise<void> {
     for (const timer of this.wakeTimers.values()) clearTimeout(timer);
     this.wakeTimers.clear();
+    await this.timekeeper?.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
     await this.boss.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
     this.stopped.yes = true;
   }
