@@ -612,7 +612,9 @@ async function measureStarts(
 ): Promise<StartMeasurement> {
   const fresh = item.id === 'start-pglite-fresh' || item.id === 'npm-start-pglite-fresh';
   const afterKill = item.id === 'npm-start-pglite-after-kill';
-  const workers = item.id === 'start-postgres-migrated-workers';
+  // `npm start` as a user types it: nothing but the database set, so the server works the queues too
+  // (RUN_WORKERS defaults to true).
+  const workers = item.id === 'start-postgres-migrated-workers' || item.via === 'npm';
   const result: StartMeasurement = {
     id: item.id,
     kind: 'start',
