@@ -4,10 +4,10 @@ import path from 'node:path';
 import Fastify, { LogController, type FastifyServerOptions } from 'fastify';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import { registerDbRole } from './platform/http/db-role.ts';
 import { registerSecurityHeaders } from './platform/http/security-headers.ts';
 import { registerConsole } from './platform/http/console.ts';
+import { registerApiDocs } from './platform/http/api-docs.ts';
 import { storageUploadOrigin } from './platform/storage/create-storage.ts';
 import authPlugin from './platform/http/auth.ts';
 import idempotencyPlugin from './platform/http/idempotency.ts';
@@ -370,7 +370,8 @@ export async function buildApp(deps: AppDeps, options: BuildAppOptions = {}): Pr
     transform: documentRoute,
     transformObject: documentHeaders,
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } });
+  // The human docs at /docs: Swagger UI is loaded on their first request, not at start (api-docs.ts).
+  registerApiDocs(app);
 
   const lastUsed = new LastUsedRecorder(deps.database.db, (error) =>
     app.log.warn({ err: error }, 'last_used_at write failed'),

@@ -125,3 +125,40 @@ describe.skipIf(engine !== 'pglite')('the bundled build (dist/)', () => {
     server = undefined;
   }, 120_000);
 });
+
+/**
+ * What a start loads is what server.js imports statically, plus server-main, which it imports once the
+ * tracing preload ran. Swagger UI and ioredis are behind dynamic imports (src/platform/http/api-docs.ts,
+ * rate-limit.ts): a start that never serves the docs, or has no REDIS_URL, does not load them.
+ */
+describe('what a start of the bundle loads', () => {
+  it('neither ioredis nor Swagger UI', () => {
+    const out = inject('bundleDir');
+    const read = (file: string) => fs.readFileSync(path.join(out, file), 'utf8');
+    const chunks = fs.readdirSync(out).filter((file) => file.endsWith('.js'));
+    const startChunks = new Set<string>();
+    const follow = (file: string) => {
+      if (startChunks.has(file)) return;
+      startChunks.add(file);
+      for (const [, chunk] of read(file).matchAll(/^(?:import|export)\b[^"'();]*?["']\.\/([^"']+)["']/gm)) {
+        follow(chunk!);
+      }
+    };
+    follow('server.js');
+    for (const [, chunk] of read('server.js').matchAll(/^await import\(["']\.\/([^"']+)["']\)/gm))
+      follow(chunk!);
+    expect(startChunks.size).toBeGreaterThan(2);
+
+    const ioredis = chunks.filter((file) =>
+      /^\/\/ \S*node_modules\/ioredis\/built\/Redis\.js$/m.test(read(file)),
+    );
+    expect(ioredis).toHaveLength(1);
+    expect(startChunks.has(ioredis[0]!)).toBe(false);
+    const swaggerUi = [...startChunks].filter((file) =>
+      /^import\b[^"'();]*["']@fastify\/swagger-ui["']|require\(["']@fastify\/swagger-ui["']\)/m.test(
+        read(file),
+      ),
+    );
+    expect(swaggerUi).toEqual([]);
+  });
+});

@@ -254,6 +254,48 @@ describe.skipIf(!REDIS_URL)('Redis store shared by two instances', () => {
   });
 });
 
+describe.skipIf(!REDIS_URL)(
+  'the Redis store as the server makes it (createRateLimiter with REDIS_URL)',
+  () => {
+    let instance: { app: App; close(): Promise<void> };
+    const uids: string[] = [];
+    beforeAll(async () => {
+      instance = await secondInstance(t, {
+        rateLimiter: createRateLimiter({ redisUrl: REDIS_URL!, max: 3, windowS: 60 }),
+      });
+    });
+    afterAll(async () => {
+      await instance?.close();
+      const redis = new Redis(REDIS_URL!);
+      if (uids.length > 0) await redis.del(...uids.map((uid) => `remit:rl:${uid}`));
+      await redis.quit();
+    });
+
+    it('counts each key in Redis: the 4th request is 429', async () => {
+      const { row, key } = await issueApiKey(t.db, t.config.apiKeyPepper, {
+        organizationUid: p.orgA.uid,
+        userUid: p.orgA.admin.userUid,
+        name: `rate ${crypto.randomUUID()}`,
+        scopes: null,
+      });
+      uids.push(row.uid);
+      const statuses: string[] = [];
+      for (let i = 0; i < 4; i++) {
+        const res = await call(instance.app, 'GET', '/api/me', { key });
+        statuses.push(`${res.status}/${String(res.headers['ratelimit-remaining'])}`);
+      }
+      expect(statuses).toEqual(['200/2', '200/1', '200/0', '429/0']);
+      // In Redis, not in this instance's memory.
+      const redis = new Redis(REDIS_URL!);
+      try {
+        expect(await redis.get(`remit:rl:${row.uid}`)).toBe('4');
+      } finally {
+        await redis.quit();
+      }
+    });
+  },
+);
+
 describe('MemoryRateLimiter', () => {
   let limiter: MemoryRateLimiter | undefined;
   afterEach(async () => {
@@ -315,14 +357,35 @@ describe.skipIf(!REDIS_URL)('RedisRateLimiter', () => {
   it('connects even when start-up blocks the event loop right after construction', async () => {
     const limiter = make(5, 60_000);
     // Block right after the socket connects, while the client's handshake is in flight (reading the
-    // private client only to know when).
-    const client = (limiter as unknown as { redis: Redis }).redis;
+    // private client, once ioredis is loaded, only to know when).
+    const client = await (limiter as unknown as { client: Promise<Redis> }).client;
     if (client.status !== 'connect') await new Promise((resolve) => client.once('connect', resolve));
     const until = Date.now() + 700;
     while (Date.now() < until) {
       // Busy, as building the app is: the connection's handshake replies wait meanwhile.
     }
     expect(await limiter.hit('after-stall')).toMatchObject({ allowed: true, remaining: 4 });
+  });
+
+  it('hits made before ioredis is loaded wait for the client, and count in Redis', async () => {
+    const limiter = new RedisRateLimiter(REDIS_URL!, 2, 60_000, { prefix, commandTimeoutMs: 5000 });
+    limiters.push(limiter);
+    // ioredis is imported by the constructor: right after it, there is no client yet.
+    expect((limiter as unknown as { redis: Redis | null }).redis).toBeNull();
+    const hits = await Promise.all([limiter.hit('early'), limiter.hit('early'), limiter.hit('early')]);
+    expect(hits.map((h) => h.allowed)).toEqual([true, true, false]);
+    expect(limiter.store).toBe('redis');
+    expect(await redis.get(`${prefix}early`)).toBe('3');
+  });
+
+  it('closed before ioredis is loaded: no client is made, and hits count in memory', async () => {
+    const limiter = new RedisRateLimiter(REDIS_URL!, 2, 60_000, { prefix });
+    await limiter.close();
+    const client = (limiter as unknown as { client: Promise<Redis> }).client;
+    await expect(client).rejects.toThrow(/closed/);
+    expect((limiter as unknown as { redis: Redis | null }).redis).toBeNull();
+    expect(await limiter.hit('closed')).toMatchObject({ allowed: true, remaining: 1 });
+    expect(limiter.store).toBe('memory');
   });
 
   it('the window expires', async () => {

@@ -138,8 +138,6 @@ async function authPlugin(app: FastifyInstance, options: AuthOptions) {
   app.addHook('onRequest', async (request: FastifyRequest, reply: FastifyReply) => {
     const config = request.routeOptions.config;
     if (config.public) return;
-    // The human API docs (swagger-ui's own routes) are as public as the OpenAPI document.
-    if (request.routeOptions.url?.startsWith('/docs')) return;
     // Requests no credential answers for (unknown routes, failed authentication) are counted per client
     // address instead: they carry the same headers, and guessing keys is slowed down, while a key's own
     // quota is never spent by someone else's failed attempts.

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 export interface RateLimitDecision {
   allowed: boolean;
@@ -67,6 +67,9 @@ if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]); ttl = tonumber(ARGV[1])
 return {count, ttl}
 `;
 
+/** An ioredis client with HIT_SCRIPT defined on it. */
+type HitClient = Redis & { remitHit(key: string, windowMs: number): Promise<[number, number]> };
+
 export interface RedisLimiterOptions {
   prefix?: string;
   /** The longest a Redis hit may hold a request before the in-memory limiter answers instead. */
@@ -83,9 +86,17 @@ export interface RedisLimiterOptions {
  * limit still holds per instance, the `RateLimit-*` headers stay, and no request waits on Redis again
  * until a background PING finds it answering. (A frozen Redis used to hold every request for 500 ms, and
  * a stopped one let every request through without headers.)
+ *
+ * ioredis is loaded by the constructor, not with this file: a server without REDIS_URL never loads it.
+ * Hits made before the client exists wait for it as they wait for its first connection, within the
+ * same timeout.
  */
 export class RedisRateLimiter implements RateLimiter {
-  private readonly redis: Redis;
+  /** The client, once ioredis is loaded. */
+  private redis: HitClient | null = null;
+  /** Settles when the client is made (or ioredis failed to load); what hits wait on until then. */
+  private readonly client: Promise<HitClient>;
+  private closed = false;
   private readonly fallback: MemoryRateLimiter;
   private readonly prefix: string;
   private readonly commandTimeoutMs: number;
@@ -105,12 +116,19 @@ export class RedisRateLimiter implements RateLimiter {
     this.retryAfterMs = options.retryAfterMs ?? 5000;
     this.onStateChange = options.onStateChange ?? (() => undefined);
     this.fallback = new MemoryRateLimiter(limit, windowMs);
-    // No ioredis `commandTimeout`: it also times out the connection handshake, which broke the connection
-    // when start-up blocked the event loop. Each hit is raced against its own timer instead.
-    this.redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
-    this.redis.defineCommand('remitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
-    // Connection errors surface on the commands that need them; don't crash on the event.
-    this.redis.on('error', () => undefined);
+    this.client = import('ioredis').then(({ Redis }) => {
+      if (this.closed) throw new Error('The rate limiter was closed before Redis was connected');
+      // No ioredis `commandTimeout`: it also times out the connection handshake, which broke the
+      // connection when start-up blocked the event loop. Each hit is raced against its own timer instead.
+      const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: true, lazyConnect: false });
+      redis.defineCommand('remitHit', { numberOfKeys: 1, lua: HIT_SCRIPT });
+      // Connection errors surface on the commands that need them; don't crash on the event.
+      redis.on('error', () => undefined);
+      this.redis = redis as HitClient;
+      return this.redis;
+    });
+    // A failure to load surfaces on the hits that wait for the client, not as an unhandled rejection.
+    this.client.catch(() => undefined);
   }
 
   /** 'redis' while the circuit is closed, 'memory' while Redis is being bypassed. */
@@ -119,9 +137,10 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async hit(key: string): Promise<RateLimitDecision> {
-    // While the first connection is being made, the command waits in ioredis's queue (bounded by the
+    // While ioredis loads and the first connection is being made, the command waits (bounded by the
     // timeout); once a connection was lost, nothing is sent until a PING finds Redis again.
-    const status = this.redis.status;
+    const redis = this.redis;
+    const status = redis?.status;
     if (this.openedAt === null && (status === 'reconnecting' || status === 'close' || status === 'end')) {
       this.trip(new Error(`Redis is ${status}`));
     }
@@ -129,11 +148,9 @@ export class RedisRateLimiter implements RateLimiter {
       this.probe();
       return this.fallback.hit(key);
     }
-    const runner = this.redis as unknown as {
-      remitHit(key: string, windowMs: number): Promise<[number, number]>;
-    };
+    const run = (client: HitClient) => client.remitHit(this.prefix + key, this.windowMs);
     try {
-      const [count, ttl] = await this.withTimeout(runner.remitHit(this.prefix + key, this.windowMs));
+      const [count, ttl] = await this.withTimeout(redis ? run(redis) : this.client.then(run));
       return decision(this.limit, count, ttl);
     } catch (error) {
       this.trip(error);
@@ -163,9 +180,10 @@ export class RedisRateLimiter implements RateLimiter {
   /** At most one PING at a time, and only once the retry delay has passed; requests never wait on it. */
   private probe(): void {
     if (this.probing || this.openedAt === null || Date.now() - this.openedAt < this.retryAfterMs) return;
-    if (this.redis.status !== 'ready') return;
+    const redis = this.redis;
+    if (redis?.status !== 'ready') return;
     this.probing = true;
-    this.withTimeout(this.redis.ping())
+    this.withTimeout(redis.ping())
       .then(
         () => {
           this.openedAt = null;
@@ -181,8 +199,9 @@ export class RedisRateLimiter implements RateLimiter {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
     await this.fallback.close();
-    this.redis.disconnect();
+    this.redis?.disconnect();
   }
 }
 
