@@ -2,6 +2,7 @@
 import crypto from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { addUserToOrganization } from '../../src/modules/tenancy/tenancy.service.ts';
+import { rawQuery } from '../../src/platform/db/client.ts';
 import { createTestApp, type TestApp } from '../helpers/app.ts';
 import { call, expectErrorBody } from '../helpers/http.ts';
 import { createPrincipals, type Principals } from '../helpers/principals.ts';
@@ -164,6 +165,33 @@ describe('args_revision', () => {
 
     const decided = await ok(answer(task.uid, { action: 'approve', args_revision: 2 }, alan.key));
     expect(decided).toMatchObject({ resolution: 'approved', tool_args: { amount_cents: 1400 } });
+  });
+
+  it('who may decide and the deadline are answered before a stale revision (a non-approver learns nothing of the arguments)', async () => {
+    const payer = await agent();
+    const member = await person('Ada Lovelace', 'member');
+    await ok(
+      call(t.app, 'POST', '/api/approval-policies', {
+        key: p.orgA.admin.key,
+        body: {
+          name: `Admins only ${tag()}`,
+          agent_uid: payer.uid,
+          approver_roles: ['admin'],
+          expires_after_minutes: 30,
+        },
+      }),
+      201,
+    );
+    const task = await raise(payer.uid);
+    await revise(payer.uid, task.uid, { amount_cents: 99_000 });
+    const refused = await answer(task.uid, { action: 'approve', args_revision: 1 }, member.key);
+    expectErrorBody(refused, 403, 'not_an_approver');
+    expect(refused.raw).not.toContain('99000');
+
+    await rawQuery(t.db, `update work_tasks set expires_at = now() - interval '1 second' where uid = $1`, [
+      task.uid,
+    ]);
+    expectErrorBody(await answer(task.uid, { action: 'approve', args_revision: 1 }), 409, 'approval_expired');
   });
 
   it('a revision the approval never had is refused the same way; a decided approval answers already_resolved first', async () => {

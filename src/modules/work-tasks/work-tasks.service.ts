@@ -674,8 +674,6 @@ async function resolveApproval(
   validateAnswer(body);
   const action = body.action!;
   if (task.resolution) throw new AppError('already_resolved', await alreadyDecidedText(tx, task));
-  if (body.args_revision !== undefined && body.args_revision !== task.argsRevision)
-    throw await approvalChangedError(tx, task, body.args_revision);
   const approve = action === 'approve';
   const org = task.organizationUid;
   // Fail closed: past its deadline (by the database's clock) nobody decides it any more, even before
@@ -703,6 +701,10 @@ async function resolveApproval(
       'initiator_cannot_approve',
       `Under the policy "${policy!.name}" the person who started this cannot approve it; someone else must`,
     );
+  // After who may decide and whether it may still be decided: those answers do not change by looking
+  // again, and a person who may not decide it learns nothing of its arguments from a refusal.
+  if (body.args_revision !== undefined && body.args_revision !== task.argsRevision)
+    throw await approvalChangedError(tx, task, body.args_revision);
   if (action === 'reject' && policy?.require_rejection_reason && !body.resolution_note?.trim())
     throw validationFailed(
       'resolution_note',
