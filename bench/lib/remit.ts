@@ -1,7 +1,7 @@
 /**
  * Remit as the bench runs it: compiled (`dist/`, built by scripts/build-if-stale.mjs at the start of the
  * bench), the server as `node --enable-source-maps dist/server.js` (what `npm start` runs, without npm
- * and its prestart check, so the spawned process is the server itself) and the CLI as `node dist/cli-main.js`.
+ * and its shell, so the spawned process is the server itself) and the CLI as `node dist/cli-main.js`.
  */
 import { spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';

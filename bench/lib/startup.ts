@@ -148,7 +148,7 @@ export interface StartRun {
   /** Spawn (of node, or of `npm start`) → first 200 from GET /readyz. */
   ready_ms: number;
   /**
-   * CPU seconds used to get there (user + system; with `npm start`, npm's and the prestart check's
+   * CPU seconds used to get there (user + system; with `npm start`, npm's too
    * too): much less sensitive than ready_ms to other work on the machine.
    */
   ready_cpu_s: number | null;
@@ -318,7 +318,7 @@ function serverDescendant(pid: number): number | undefined {
 /**
  * Spawns the compiled server (pinned like the others) and times it to its first 200 from /readyz
  * (the database answers, migrations are applied). `via: 'npm'` spawns `npm start` as a user types it:
- * npm itself, the prestart build check, then the server; the pid measured is then the server's, found
+ * npm itself, then scripts/start.mjs (the build check and the server in one process); the pid measured is then the server's, found
  * among npm's descendants.
  */
 async function startTimed(

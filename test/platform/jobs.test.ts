@@ -255,6 +255,16 @@ describe('jobs', () => {
     }
   });
 
+  it('a stop while the workers start (a SIGTERM just after listen): both finish, a later start starts nothing', async () => {
+    const racing = await Jobs.start(t.database, { supervise: true });
+    // Many queues: the workers' start outlasts the stop's.
+    for (let i = 0; i < 40; i += 1) await racing.define(`test.racing.${i}`, async () => undefined);
+    const started = racing.startWorkers();
+    const stopped = racing.stop(1000);
+    await expect(Promise.all([started, stopped])).resolves.toEqual([undefined, undefined]);
+    await expect(racing.startWorkers()).resolves.toBeUndefined();
+  });
+
   it('refuses a queue that was never defined', async () => {
     await expect(t.db.transaction((tx) => t.deps.jobs.enqueue(tx, 'test.unknown', {}))).rejects.toThrow(
       /never defined/,

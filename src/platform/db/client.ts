@@ -90,7 +90,8 @@ let wasmTieringChosen = false;
  * competed with the start itself for the machine's cores and held ≈ 60 MB more: an embedded start took
  * ≈ 0.6 s longer and sat at the edge of its memory goal, for queries up to a quarter faster once warm
  * (docs/performance.md#start-and-footprint). Baseline code only, unless asked for. Set before the first
- * module compiles; the flag is read per compilation, so it holds for the process.
+ * module compiles; the flag is process-wide, so every WebAssembly module here (PDF text extraction's
+ * too) runs baseline code.
  */
 function chooseWasmTiering(optimized: boolean): void {
   if (wasmTieringChosen) return;

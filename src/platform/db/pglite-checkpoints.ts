@@ -1,8 +1,8 @@
 /**
  * PGlite is one backend with no checkpointer beside it, and a backend outside a postmaster never asks
  * for a checkpoint when its WAL grows (PostgreSQL's `max_wal_size` has no effect there): it checkpointed
- * only when it closed. A process killed (kill -9, power loss) then replayed everything written since it
- * started, at its next start — seconds after a day of ordinary use. Here the process checkpoints itself:
+ * only when it closed. A process killed (kill -9, out of memory) then replayed everything written since
+ * it started, at its next start — seconds after a day of ordinary use. Here the process checkpoints itself:
  * once the WAL since the last checkpoint reaches `maxWalBytes`, and every `intervalMs` when anything was
  * written, so a start after a crash replays at most about that much.
  */

@@ -103,6 +103,10 @@ export class Jobs {
   private readonly declaredSchedules = new Map<string, string>();
   private readonly handlers = new Map<string, JobHandler<never>>();
   private working = false;
+  /** Set as `stop()` begins: a start of the workers still under way starts nothing more. */
+  private stopping = false;
+  /** The workers' start, which `stop()` waits for (a server starts them after it listens). */
+  private starting: Promise<void> | undefined;
   /** This process's workers of each queue it works (their pg-boss ids once work() returned). */
   private readonly workers = new Map<string, Slot[]>();
   private readonly concurrency = new Map<string, number>();
@@ -285,11 +289,17 @@ export class Jobs {
   }
 
   async startWorkers(): Promise<void> {
-    // A server starts working once it listens: a stop may have come first.
-    if (this.working || this.stopped.yes) return;
+    // A server starts working once it listens: a stop may come first, or meanwhile.
+    if (this.working || this.stopping) return;
     this.working = true;
-    for (const name of this.handlers.keys()) await this.workQueue(name);
-    if (this.startTimekeeper) this.timekeeper = await this.startTimekeeper();
+    this.starting = (async () => {
+      for (const name of this.handlers.keys()) {
+        if (this.stopping) return;
+        await this.workQueue(name);
+      }
+      if (this.startTimekeeper && !this.stopping) this.timekeeper = await this.startTimekeeper();
+    })();
+    await this.starting;
   }
 
   /** Enqueues a job inside `tx`: no job exists unless the transaction commits. Returns the job id. */
@@ -355,10 +365,19 @@ export class Jobs {
    * may take 120 s: cutting it off would deliver a message whose sending is then recorded as failed).
    */
   async stop(graceMs = 10_000): Promise<void> {
+    this.stopping = true;
     for (const timer of this.wakeTimers.values()) clearTimeout(timer);
     this.wakeTimers.clear();
-    await this.timekeeper?.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
-    await this.boss.stop({ graceful: true, wait: true, timeout: graceMs, close: false });
-    this.stopped.yes = true;
+    // A start under way finishes what it began (so what it started is stopped below), nothing more.
+    await this.starting?.catch(() => undefined);
+    const options = { graceful: true, wait: true, timeout: graceMs, close: false };
+    try {
+      // Both at once: one failing to stop must not keep the other fetching.
+      const results = await Promise.allSettled([this.timekeeper?.stop(options), this.boss.stop(options)]);
+      const failed = results.find((result) => result.status === 'rejected');
+      if (failed) throw failed.reason;
+    } finally {
+      this.stopped.yes = true;
+    }
   }
 }
