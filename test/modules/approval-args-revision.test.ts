@@ -68,6 +68,14 @@ const revise = (agentUid: string, taskUid: string, toolArgs: Record<string, unkn
       body: { tool_args: toolArgs, summary: 'Pay the late fee too' },
     }),
   );
+const policy = (name: string, body: Record<string, unknown>) =>
+  ok(
+    call(t.app, 'POST', '/api/approval-policies', {
+      key: p.orgA.admin.key,
+      body: { name: `${name} ${tag()}`, ...body },
+    }),
+    201,
+  );
 const answer = (taskUid: string, body: Record<string, unknown>, key = p.orgA.admin.key) =>
   call(t.app, 'PATCH', `/api/work-tasks/${taskUid}`, { key, body });
 const read = (taskUid: string) =>
@@ -134,18 +142,7 @@ describe('args_revision', () => {
 
   it('another approver’s edit under a two-person rule: the next approver’s old revision is refused, naming the person', async () => {
     const payer = await agent();
-    await ok(
-      call(t.app, 'POST', '/api/approval-policies', {
-        key: p.orgA.admin.key,
-        body: {
-          name: `Two people ${tag()}`,
-          agent_uid: payer.uid,
-          approver_roles: ['admin'],
-          required_approvals: 2,
-        },
-      }),
-      201,
-    );
+    await policy('Two people', { agent_uid: payer.uid, approver_roles: ['admin'], required_approvals: 2 });
     const task = await raise(payer.uid);
     expect(task.args_revision).toBe(1);
     const counted = await ok(
@@ -170,18 +167,11 @@ describe('args_revision', () => {
   it('who may decide and the deadline are answered before a stale revision (a non-approver learns nothing of the arguments)', async () => {
     const payer = await agent();
     const member = await person('Ada Lovelace', 'member');
-    await ok(
-      call(t.app, 'POST', '/api/approval-policies', {
-        key: p.orgA.admin.key,
-        body: {
-          name: `Admins only ${tag()}`,
-          agent_uid: payer.uid,
-          approver_roles: ['admin'],
-          expires_after_minutes: 30,
-        },
-      }),
-      201,
-    );
+    await policy('Admins only', {
+      agent_uid: payer.uid,
+      approver_roles: ['admin'],
+      expires_after_minutes: 30,
+    });
     const task = await raise(payer.uid);
     await revise(payer.uid, task.uid, { amount_cents: 99_000 });
     const refused = await answer(task.uid, { action: 'approve', args_revision: 1 }, member.key);
